@@ -1,0 +1,262 @@
+"""The async library API: ``evaluate`` and ``open_run``; the CLI is a thin layer on top.
+
+Nothing here calls ``asyncio.run``: both functions are awaited inside the caller's
+event loop, so harness embeds in any async program::
+
+    report = await harness.evaluate("datasets/gsm8k_demo.py", work_dir="outputs/demo")
+
+    async with harness.open_run("my_config.py", work_dir="outputs/x") as results:
+        async for result in results:       # SampleResult, as each sample finishes
+            print(result.index, result.correct)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, AsyncIterator, Mapping, Sequence
+
+import anyio
+
+from .config import RunConfig, config_from_namespace, load_config
+from .errors import HarnessError, PermanentModelError
+from .models import ModelOverrides, resolve_models
+from .pipeline import Mode, Pipeline, PipelineOptions
+from .progress import Progress, print_progress
+from .records import ModelSpec, SampleResult
+from .results import summary_table, write_json
+from .store import Store
+
+
+@dataclass
+class RunReport:
+    """What a finished run produced: one summary per (model, dataset) and call stats."""
+
+    work_dir: Path
+    summaries: list[dict[str, Any]]
+    call_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    elapsed: float = 0.0
+
+    @property
+    def failed(self) -> int:
+        """Samples not scored because their model call failed (retried on the next run)."""
+        return sum(s["counts"].get("model_error", 0) for s in self.summaries)
+
+    def table(self) -> str:
+        """The summary table (datasets × models)."""
+        return summary_table(self.summaries)
+
+    def result(self, dataset: str, model: str | None = None) -> dict[str, Any]:
+        """The summary of one dataset (and model, when there are several)."""
+        for s in self.summaries:
+            if s["dataset"] == dataset and (model is None or s["model"] == model):
+                return s
+        raise KeyError(dataset)
+
+
+async def evaluate(config: str | Path | RunConfig | None = None, *,
+                   datasets: Sequence[Mapping[str, Any]] | None = None,
+                   models: Sequence[Mapping[str, Any]] | None = None,
+                   work_dir: str | Path | None = None, mode: Mode = "all",
+                   concurrency: int = 64, limit: int | None = None,
+                   overrides: ModelOverrides = ModelOverrides(),
+                   dump_details: bool = True, progress: Progress | None = None,
+                   show_progress: bool = False) -> RunReport:
+    """Run an evaluation to the end and return its report.
+
+    ``config`` is a config file path (or a loaded ``RunConfig``); alternatively pass the
+    ``datasets`` (and ``models``) dicts directly. Results are also written to
+    ``work_dir``: ``harness.db``, ``results/MODEL/DATASET.json`` and ``details/...``.
+    """
+    async with open_run(config, datasets=datasets, models=models, work_dir=work_dir,
+                        mode=mode, concurrency=concurrency, limit=limit,
+                        overrides=overrides, dump_details=dump_details, progress=progress,
+                        show_progress=show_progress) as run:
+        async for _ in run:
+            pass
+    return run.report
+
+
+class Run:
+    """An evaluation in progress: iterate it for ``SampleResult``; ``report`` when done."""
+
+    def __init__(self, receive: Any) -> None:
+        self._receive = receive
+        self.report: RunReport | None = None
+
+    def __aiter__(self) -> AsyncIterator[SampleResult]:
+        return self._receive.__aiter__()
+
+
+@contextlib.asynccontextmanager
+async def open_run(config: str | Path | RunConfig | None = None, *,
+                   datasets: Sequence[Mapping[str, Any]] | None = None,
+                   models: Sequence[Mapping[str, Any]] | None = None,
+                   work_dir: str | Path | None = None, mode: Mode = "all",
+                   concurrency: int = 64, limit: int | None = None,
+                   overrides: ModelOverrides = ModelOverrides(), dump_details: bool = True,
+                   progress: Progress | None = None,
+                   show_progress: bool = False) -> AsyncIterator[Run]:
+    """Start an evaluation; yields a ``Run`` to iterate per-sample results from.
+
+    Leaving the block early cancels the run (stored results stay stored). After the
+    block, ``run.report`` holds the summaries.
+    """
+    run_config = _load(config, datasets, models)
+    specs = resolve_models(run_config.models, overrides)
+    # Without a work_dir, each config gets its own, so two configs never share a store.
+    default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
+    work = Path(work_dir or run_config.work_dir or default)
+    progress = progress or Progress()
+    started = time.monotonic()
+    async with contextlib.AsyncExitStack() as stack:
+        if specs is None and mode != "eval":
+            specs = [await stack.enter_async_context(_embedded_model())]
+        elif specs is None:
+            specs = [_embedded_spec("http://127.0.0.1:0/v1")]
+        if mode != "eval":
+            specs = [await _discover_name(s) for s in specs]
+        store = await stack.enter_async_context(Store(work))
+        pipeline = Pipeline(run_config.datasets, _unique(specs), store,
+                            PipelineOptions(work, mode, concurrency, limit, dump_details),
+                            progress)
+        send, receive = anyio.create_memory_object_stream[SampleResult](0)
+        run = Run(receive)
+        finished = anyio.Event()
+        printer = anyio.CancelScope()
+        try:
+            async with anyio.create_task_group() as tg:
+                if show_progress:
+                    tg.start_soon(_print_until_cancelled, printer, progress)
+
+                async def drive() -> None:
+                    try:
+                        async with send:
+                            await pipeline.run(send)
+                        finished.set()
+                    finally:
+                        printer.cancel()
+
+                tg.start_soon(drive)
+                try:
+                    yield run
+                finally:
+                    # Cancel before closing the receiver, so an early exit by the caller
+                    # is a cancellation of the run, not a broken-stream error inside it.
+                    if not finished.is_set():
+                        tg.cancel_scope.cancel()
+                    receive.close()
+        except BaseExceptionGroup as group:
+            raise _primary(group) from None
+        if not finished.is_set():
+            return  # the caller left early: no report for a partial run
+        report = RunReport(work, pipeline.summaries(), pipeline.call_stats(),
+                           time.monotonic() - started)
+        _write_results(report)
+        run.report = report
+
+
+async def _print_until_cancelled(scope: anyio.CancelScope, progress: Progress) -> None:
+    with scope:
+        await print_progress(progress)
+
+
+def _primary(group: BaseExceptionGroup) -> BaseException:
+    """The exception to report from a task group: a harness error before the rest."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    for exc in leaves:
+        if isinstance(exc, HarnessError):
+            return exc
+    for exc in leaves:
+        if not isinstance(exc, anyio.get_cancelled_exc_class()):
+            return exc
+    return leaves[0]
+
+
+def _load(config: str | Path | RunConfig | None,
+          datasets: Sequence[Mapping[str, Any]] | None,
+          models: Sequence[Mapping[str, Any]] | None) -> RunConfig:
+    if isinstance(config, RunConfig):
+        loaded = config
+    elif config is not None:
+        loaded = load_config(config)
+    else:
+        loaded = config_from_namespace({"datasets": list(datasets or [])})
+    if models is not None:
+        loaded = replace(loaded, models=list(models))
+    return loaded
+
+
+def _write_results(report: RunReport) -> None:
+    for summary in report.summaries:
+        summary["call_stats"] = report.call_stats.get(summary["model"])
+        write_json(report.work_dir / "results" / summary["model"] / f"{summary['dataset']}.json",
+                   summary)
+    write_json(report.work_dir / "summary.json",
+               {"elapsed_seconds": round(report.elapsed, 3), "results": report.summaries})
+
+
+def _unique(specs: list[ModelSpec]) -> list[ModelSpec]:
+    seen: dict[str, int] = {}
+    out = []
+    for spec in specs:
+        n = seen.get(spec.abbr, 0)
+        seen[spec.abbr] = n + 1
+        out.append(spec if n == 0 else replace(spec, abbr=f"{spec.abbr}-{n + 1}"))
+    return out
+
+
+EMBEDDED_ID = "embedded:gemma3-270m-q4_k_m"
+
+
+def _embedded_spec(base_url: str, model: str = "gemma-3-270m") -> ModelSpec:
+    # The embedded server gets a new port every run; a stable endpoint id keeps its
+    # predictions reusable across runs.
+    return ModelSpec(abbr="gemma-3-270m", model=model, base_url=base_url,
+                     api_key="none", endpoint_id=EMBEDDED_ID, timeout=300.0,
+                     gen_params={"temperature": 0.0}, concurrency=4)
+
+
+@contextlib.asynccontextmanager
+async def _embedded_model() -> AsyncIterator[ModelSpec]:
+    from .local_model import LocalModelServer
+
+    async with LocalModelServer() as server:
+        yield replace(_embedded_spec(server.base_url), model=server.model)
+
+
+async def _discover_name(spec: ModelSpec) -> ModelSpec:
+    """Fill a missing model name from ``/v1/models``; also catches a bad key or URL early."""
+    if spec.model:
+        return spec
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=spec.base_url, api_key=spec.api_key or "EMPTY",
+                                max_retries=2, timeout=30.0)
+    try:
+        page = await client.models.list()
+        names = [m.id for m in page.data]
+    except openai.APIStatusError as exc:
+        raise PermanentModelError(
+            f"{spec.base_url}: listing models failed with HTTP {exc.status_code}; "
+            "give the model name with --model", kind="not_found", status=exc.status_code) from None
+    except openai.APIConnectionError:
+        raise PermanentModelError(f"{spec.base_url}: cannot connect to list models",
+                                  kind="connection") from None
+    finally:
+        await client.close()
+    if not names:
+        raise PermanentModelError(f"{spec.base_url} serves no models; give --model",
+                                  kind="not_found")
+    return replace(spec, model=names[0], abbr=spec.abbr if spec.abbr != "model" else names[0])

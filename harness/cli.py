@@ -1,0 +1,102 @@
+"""``python -m harness``: a thin command-line layer over ``harness.api``.
+
+Kept light on purpose: only ``argparse`` is imported before a command runs, so
+``--help`` answers at once (the OpenAI SDK and sympy take most of a second to import).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+#: Exit codes: 0 all scored; 1 some samples failed (rerun to retry them);
+#: 2 bad config/input or a permanent endpoint error; 130 interrupted.
+EXIT_OK, EXIT_FAILED_SAMPLES, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (also used to document the CLI in the README)."""
+    parser = argparse.ArgumentParser(
+        prog="harness", description="Asynchronous LLM evaluation harness.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="evaluate the datasets and models of a config file",
+                         description="Evaluate a config. With no endpoint configured, the "
+                         "embedded local model is started and evaluated.")
+    run.add_argument("config", help="Python config file defining `datasets` (and `models`)")
+    run.add_argument("-w", "--work-dir", help="output directory; reusing it resumes and "
+                     "reuses stored predictions (default: the config's work_dir, else "
+                     "outputs/<config name>)")
+    run.add_argument("--mode", choices=["all", "infer", "eval"], default="all",
+                     help="all: predict and score; infer: only predict; eval: re-score "
+                     "stored predictions with zero model requests")
+    run.add_argument("-c", "--concurrency", type=int, default=64,
+                     help="model calls in flight at once (default 64)")
+    run.add_argument("--limit", type=int, help="only the first N samples of each dataset")
+    run.add_argument("--model-base-url", help="OpenAI-compatible endpoint, e.g. "
+                     "http://localhost:8000/v1 (overrides the config's models)")
+    run.add_argument("--model", help="model name sent to the endpoint (default: the "
+                     "first one its /v1/models lists)")
+    run.add_argument("--api-key-env", metavar="VAR",
+                     help="name of the environment variable holding the API key")
+    run.add_argument("--timeout", type=float, help="seconds per attempt of a model call")
+    run.add_argument("--max-attempts", type=int, help="attempts per model call (default 6)")
+    run.add_argument("--reuse", action="store_true",
+                     help="accepted for OpenCompass compatibility: stored predictions "
+                     "are always reused")
+    run.add_argument("--dump-eval-details", dest="dump_details", action="store_true",
+                     default=True, help="write per-sample details (default: on)")
+    run.add_argument("--no-dump-eval-details", dest="dump_details", action="store_false")
+    run.add_argument("--dump-extract-rate", action="store_true",
+                     help="print the extract rate (it is always in the results JSON)")
+    run.add_argument("-q", "--quiet", action="store_true", help="no live progress")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m harness``; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    if args.command == "run":
+        return _run(args)
+    return EXIT_CONFIG  # pragma: no cover - argparse enforces the command
+
+
+def _run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .errors import HarnessError
+    from .models import ModelOverrides
+
+    overrides = ModelOverrides(args.model_base_url, args.model, args.api_key_env,
+                               args.timeout, args.max_attempts)
+
+    async def go():
+        from .api import evaluate
+
+        return await evaluate(args.config, work_dir=args.work_dir, mode=args.mode,
+                              concurrency=args.concurrency, limit=args.limit,
+                              overrides=overrides, dump_details=args.dump_details,
+                              show_progress=not args.quiet)
+
+    try:
+        report = anyio.run(go)
+    except KeyboardInterrupt:
+        print("\ninterrupted; every stored prediction is kept. Run the same command "
+              "again to resume.", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
+    print(report.table())
+    if args.dump_extract_rate:
+        for s in report.summaries:
+            if s.get("extract_rate") is not None:
+                print(f"extract rate {s['model']}/{s['dataset']}: {s['extract_rate']:.2f}%")
+    print(f"\nresults: {report.work_dir}/results  details: {report.work_dir}/details  "
+          f"({report.elapsed:.1f}s)")
+    if report.failed:
+        print(f"{report.failed} samples failed and were not scored (see 'error' in the "
+              "details); run the same command again to retry only those.", file=sys.stderr)
+        return EXIT_FAILED_SAMPLES
+    return EXIT_OK
+

@@ -1,0 +1,113 @@
+"""Model calls: ``openai.AsyncOpenAI`` on its aiohttp transport, one retry policy.
+
+The SDK's own retries are off (``max_retries=0``) so ``harness.retry`` alone decides
+every retry. Each attempt runs under a hard ``anyio.fail_after`` as well as the HTTP
+timeout, so a stalled socket can never hang a run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from .records import ModelSpec
+from .retry import BadResponse, CallStats, RetryPolicy
+
+#: Generation parameters passed through to the chat completions API as they are.
+_SDK_PARAMS = frozenset({
+    "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop", "seed",
+    "presence_penalty", "frequency_penalty", "logprobs", "top_logprobs", "n",
+    "response_format", "logit_bias", "reasoning_effort",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    """A usable reply: text, finish reason, token usage and optional logprobs."""
+
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    attempts: int
+    logprobs: tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...] | None = None
+
+
+class ModelClient:
+    """One endpoint's client; share it between all concurrent calls to that endpoint."""
+
+    def __init__(self, spec: ModelSpec, *, concurrency: int = 64,
+                 policy: RetryPolicy | None = None) -> None:
+        import httpx2  # the SDK's HTTP layer; imported lazily to keep start-up fast
+        import openai
+
+        self.spec = spec
+        self.stats = CallStats()
+        self.policy = policy or RetryPolicy(max_attempts=spec.max_attempts)
+        limits = httpx2.Limits(max_connections=concurrency,
+                               max_keepalive_connections=concurrency)
+        self._client = openai.AsyncOpenAI(
+            base_url=spec.base_url, api_key=spec.api_key or "EMPTY", max_retries=0,
+            timeout=spec.timeout,
+            http_client=openai.DefaultAioHttpClient(timeout=spec.timeout, limits=limits))
+
+    async def aclose(self) -> None:
+        """Close the HTTP session."""
+        await self._client.close()
+
+    async def complete(self, messages: Sequence[Mapping[str, str]],
+                       gen_params: Mapping[str, Any]) -> CallResult:
+        """One chat completion, retried by the policy; raises ``ModelCallError`` for good."""
+        import anyio
+
+        known = {k: v for k, v in gen_params.items() if k in _SDK_PARAMS}
+        extra = {k: v for k, v in gen_params.items() if k not in _SDK_PARAMS}
+
+        async def attempt() -> Any:
+            # The hard bound sits a little above the HTTP timeout so the SDK's own
+            # timeout error (clearer) normally fires first.
+            with anyio.fail_after(self.spec.timeout + 5):
+                return await self._client.chat.completions.create(
+                    model=self.spec.model, messages=list(messages), **known,
+                    extra_body=extra or None)
+
+        async def checked() -> Any:
+            response = await attempt()
+            _validate(response)
+            return response
+
+        response, tries = await self.policy.call(checked, self.stats, self._describe())
+        choice = response.choices[0]
+        usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        self.stats.prompt_tokens += prompt_tokens
+        self.stats.completion_tokens += completion_tokens
+        return CallResult(choice.message.content or "", choice.finish_reason,
+                          prompt_tokens, completion_tokens, tries, _logprobs(choice))
+
+    def redact(self, text: str) -> str:
+        """``text`` with this client's API key removed (errors may echo request data)."""
+        key = self.spec.api_key
+        return text.replace(key, "***") if key and len(key) >= 4 else text
+
+    def _describe(self) -> str:
+        return f"model {self.spec.model!r} at {self.spec.base_url}"
+
+
+def _validate(response: Any) -> None:
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise BadResponse("the response has no choices")
+    message = getattr(choices[0], "message", None)
+    if message is None or (message.content is None and not getattr(message, "refusal", None)):
+        raise BadResponse("the response message has no content")
+
+
+def _logprobs(choice: Any) -> tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...] | None:
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    return tuple((t.token, float(t.logprob),
+                  tuple((a.token, float(a.logprob)) for a in (t.top_logprobs or [])))
+                 for t in content)

@@ -1,0 +1,121 @@
+"""``CustomDataset``: stream rows from ``.jsonl``, ``.csv`` or ``.json`` files.
+
+Rows are read lazily, one at a time, so memory does not grow with the file. Every error
+names the file, the line and, where there is one, the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from .errors import DatasetError
+
+_RANGE = re.compile(r"^\s*\[?\s*(-?\d*)\s*:\s*(-?\d*)\s*\]?\s*$")
+
+
+class CustomDataset:
+    """Rows of a local data file; the seed's ``CustomDataset`` (``.jsonl`` and ``.csv``).
+
+    ``.json`` holding a list of objects, or BIG-Bench's ``{"examples": [...]}``, is read
+    too. ``path`` may name the file, or a folder with ``file_name`` inside it.
+    """
+
+    def __init__(self, path: str | Path, file_name: str | None = None,
+                 reader_cfg: Mapping[str, Any] | None = None, **_ignored: Any) -> None:
+        self.path = Path(path) / file_name if file_name else Path(path)
+        self.reader_cfg = dict(reader_cfg or {})
+
+    def rows(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Yield ``(line_number, row)``; line numbers are 1-based as editors show them."""
+        suffix = self.path.suffix.lower()
+        if not self.path.is_file():
+            raise DatasetError("data file not found", path=str(self.path))
+        if suffix == ".jsonl":
+            yield from self._jsonl()
+        elif suffix == ".csv":
+            yield from self._csv()
+        elif suffix == ".json":
+            yield from self._json()
+        else:
+            raise DatasetError(f"unsupported data file type {suffix!r} "
+                               "(use .jsonl, .csv or .json)", path=str(self.path))
+
+    def _jsonl(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        with open(self.path, "rb") as fh:
+            for line_no, raw in enumerate(fh, start=1):
+                text = _decode(raw, self.path, line_no)
+                if not text.strip():
+                    continue
+                try:
+                    row = json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise DatasetError(f"malformed JSON: {exc.msg} at column {exc.colno}",
+                                       path=str(self.path), line=line_no) from exc
+                if not isinstance(row, dict):
+                    raise DatasetError("each line must be a JSON object",
+                                       path=str(self.path), line=line_no)
+                yield line_no, row
+
+    def _csv(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        with open(self.path, "rb") as fh:
+            # Decode line by line so a bad byte is reported with its line number.
+            lines = (_decode(raw, self.path, n) for n, raw in enumerate(fh, start=1))
+            reader = csv.DictReader(_LineFeed(lines))
+            for row in reader:
+                if None in row:
+                    raise DatasetError("row has more values than the header has columns",
+                                       path=str(self.path), line=reader.line_num)
+                yield reader.line_num, dict(row)
+
+    def _json(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        try:
+            data = json.loads(self.path.read_bytes().decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise DatasetError(f"not UTF-8 at byte {exc.start}", path=str(self.path)) from exc
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"malformed JSON: {exc.msg}", path=str(self.path),
+                               line=exc.lineno) from exc
+        items = data.get("examples") if isinstance(data, dict) else data
+        if not isinstance(items, list):
+            raise DatasetError("expected a list of objects or {'examples': [...]}",
+                               path=str(self.path))
+        for i, row in enumerate(items):
+            if not isinstance(row, dict):
+                raise DatasetError(f"item {i} is not an object", path=str(self.path))
+            yield i + 1, row
+
+
+class _LineFeed:
+    """Iterator adapter so ``csv`` reads decoded lines lazily."""
+
+    def __init__(self, lines: Iterator[str]) -> None:
+        self._lines = lines
+
+    def __iter__(self) -> "_LineFeed":
+        return self
+
+    def __next__(self) -> str:
+        return next(self._lines)
+
+
+def _decode(raw: bytes, path: Path, line_no: int) -> str:
+    try:
+        return raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+                           path=str(path), line=line_no) from exc
+
+
+def parse_range(spec: str | None) -> slice:
+    """``reader_cfg['test_range']`` such as ``'[0:20]'`` → ``slice(0, 20)``."""
+    if not spec:
+        return slice(None)
+    match = _RANGE.match(spec)
+    if not match:
+        raise ValueError(f"test_range {spec!r} is not of the form '[start:stop]'")
+    start, stop = (int(x) if x else None for x in match.groups())
+    return slice(start, stop)

@@ -1,0 +1,90 @@
+"""The evaluator interface: score one sample, aggregate many.
+
+OpenCompass evaluators score a whole list at the end; harness streams, so an evaluator
+scores one sample at a time (``score_sample``) as its prediction arrives and the
+pipeline aggregates. ``score`` keeps the OpenCompass batch interface for library users.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, ClassVar, Iterable, Mapping
+
+from ..registry import Registry
+
+#: Evaluators by name; configs may also give the class itself as ``type``.
+EVALUATORS: Registry[Any] = Registry("evaluator")
+
+SampleScoreFn = Callable[[Any, Any, Any], "Mapping[str, Any] | bool"]
+
+
+class BaseEvaluator:
+    """Base of every rule evaluator.
+
+    ``needs_worker`` evaluators (math-verify) run ``score_sample`` in a worker process
+    under ``timeout`` seconds; the others run inline, where they cost microseconds.
+    """
+
+    needs_worker: ClassVar[bool] = False
+    metric: ClassVar[str] = "accuracy"
+    timeout: float = 30.0
+
+    def __init__(self, **kwargs: Any) -> None:
+        if "timeout" in kwargs:
+            self.timeout = float(kwargs.pop("timeout"))
+        self.options = kwargs
+
+    def score_sample(self, prediction: Any, reference: Any,
+                     test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Score one sample: a dict with at least ``correct``, ``pred`` and ``answer``."""
+        raise NotImplementedError
+
+    def score(self, predictions: list[Any], references: list[Any],
+              test_set: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+        """OpenCompass's batch interface: ``{metric: percent, 'details': [...]}``."""
+        if len(predictions) != len(references):
+            return {"error": "predictions and references have different lengths"}
+        items = list(test_set) if test_set is not None else [None] * len(predictions)
+        details = [self.score_sample(p, r, t) for p, r, t in zip(predictions, references, items)]
+        correct = sum(bool(d["correct"]) for d in details)
+        return {self.metric: 100.0 * correct / len(details) if details else 0.0,
+                "details": details}
+
+
+def as_detail(result: Any, prediction: Any, reference: Any) -> dict[str, Any]:
+    """Normalize a ``sample_score_fn`` result: a bool, or a dict with ``correct``.
+
+    A non-dict becomes ``{'correct': bool(result), 'pred': ..., 'answer': ...}``; a dict
+    keeps its extra fields and gains ``pred``/``answer`` when it lacks them.
+    """
+    if isinstance(result, Mapping):
+        if "correct" not in result:
+            raise ValueError("sample_score_fn returned a dict without 'correct'")
+        detail = dict(result)
+        detail["correct"] = bool(detail["correct"])
+    else:
+        detail = {"correct": bool(result)}
+    detail.setdefault("pred", prediction)
+    detail.setdefault("answer", reference)
+    return detail
+
+
+@EVALUATORS.register("SampleScoreEvaluator")
+class SampleScoreEvaluator(BaseEvaluator):
+    """Wrap a custom ``sample_score_fn(prediction, reference, test_item)``.
+
+    The function returns a bool or a dict with ``correct``; configs may write
+    ``evaluator=dict(type=SampleScoreEvaluator, sample_score_fn=fn)`` or simply
+    ``evaluator=dict(type=fn)``.
+    """
+
+    def __init__(self, sample_score_fn: SampleScoreFn, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not callable(sample_score_fn):
+            raise TypeError("sample_score_fn must be callable")
+        self.sample_score_fn = sample_score_fn
+
+    def score_sample(self, prediction: Any, reference: Any,
+                     test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Call the function and normalize what it returns."""
+        return as_detail(self.sample_score_fn(prediction, reference, test_item),
+                         prediction, reference)

@@ -1,0 +1,86 @@
+"""``MATHVerifyEvaluator``: symbolic equivalence with math-verify, in worker processes.
+
+math-verify guards its parsing and comparison with ``signal.alarm``, which only works in
+a process's main thread; the pipeline therefore runs ``score_sample`` in worker
+processes (see ``harness.workers``), where a hung check is killed and the sample is
+recorded as a timeout. Unlike OpenCompass we call ``verify(gold, target)`` in the order
+math-verify defines (it is not symmetric) and give every sample a detail row, also when
+the gold cannot be parsed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar, Mapping
+
+from .base import EVALUATORS, BaseEvaluator
+
+
+@EVALUATORS.register("MATHVerifyEvaluator", "MATHEvaluator")
+class MATHVerifyEvaluator(BaseEvaluator):
+    """Math answer equivalence (``\\frac{1}{2}`` = ``0.5`` = ``1/2``) via math-verify."""
+
+    needs_worker: ClassVar[bool] = True
+    timeout: float = 20.0
+
+    def __init__(self, parse_timeout: int = 5, verify_timeout: int = 5, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.parse_timeout = int(parse_timeout)
+        self.verify_timeout = int(verify_timeout)
+
+    def score_sample(self, prediction: Any, reference: Any,
+                     test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Parse gold and prediction, then ``verify(gold, prediction)``."""
+        from math_verify import verify
+
+        gold = self._parse(reference, gold=True)
+        detail: dict[str, Any] = {"answer": reference}
+        if not gold:
+            detail.update(pred=_show(prediction), correct=False,
+                          error="the reference could not be parsed by math-verify")
+            return detail
+        pred = self._parse(prediction, gold=False)
+        if not pred:
+            detail.update(pred="", correct=False)
+            return detail
+        correct = bool(verify(gold, pred, timeout_seconds=self.verify_timeout))
+        detail.update(pred=_show_parsed(pred), correct=correct)
+        return detail
+
+    def _parse(self, text: Any, *, gold: bool) -> list[Any]:
+        from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+
+        if text is None or not str(text).strip():
+            return []
+        text = str(text).strip()
+        configs = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
+        # A bare LaTeX answer (MATH-500 golds, or a prediction already extracted by a
+        # postprocessor) has no delimiters for math-verify to anchor on; read it as if
+        # it were boxed, else math-verify may pick a number out of the middle of it.
+        attempts = [f"\\boxed{{{text}}}", text] if (gold or _looks_bare(text)) else [text]
+        for candidate in attempts:
+            parsed = parse(candidate, extraction_config=configs,
+                           parsing_timeout=self.parse_timeout)
+            if parsed:
+                return parsed
+        return []
+
+
+_DELIMITERS = ("$", "\\boxed", "\\fbox", "\\(", "\\[")
+
+
+def _looks_bare(text: str) -> bool:
+    """True for a short expression without delimiters or prose (``\\frac{1}{2}``, ``(3, \\pi/2)``)."""
+    if len(text) > 120 or any(d in text for d in _DELIMITERS):
+        return False
+    words = re.findall(r"(?<![\\A-Za-z])[A-Za-z]{4,}", text)
+    return not words
+
+
+def _show(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _show_parsed(parsed: list[Any]) -> str:
+    # math-verify returns [sympy_expr, original_string]; the string is what a reader wants.
+    return str(parsed[-1]) if parsed else ""

@@ -1,0 +1,30 @@
+"""The one key function: sha256 of a canonical JSON of what determines a result.
+
+Keys include everything that can change a prediction or a verdict and nothing that
+cannot (concurrency, timeouts, retry counts, API keys), so a rerun finds its stored
+results and a changed template or model re-runs exactly the affected samples.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Mapping, Sequence
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON: sorted keys, no whitespace, UTF-8 kept as is."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str)
+
+
+def content_key(kind: str, **parts: Any) -> str:
+    """sha256 hex of ``kind`` and ``parts``; the single place keys are computed."""
+    return hashlib.sha256(canonical_json({"kind": kind, **parts}).encode()).hexdigest()
+
+
+def prediction_key(identity: Mapping[str, Any], messages: Sequence[Mapping[str, str]],
+                   gen_params: Mapping[str, Any], replica: int) -> str:
+    """Key of one model prediction: model identity, generation params, messages, replica."""
+    return content_key("prediction", model=identity, gen=gen_params,
+                       messages=list(messages), replica=replica)

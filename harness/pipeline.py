@@ -1,0 +1,247 @@
+"""The streaming pipeline: one task group, bounded streams between stages.
+
+::
+
+    produce ──▶ call_model ×C ──▶ score ×S ──▶ collect ──▶ (caller's iterator)
+       │  (stored predictions)  ▲    │
+       └────────────────────────┘    └──▶ write_store (one writer, batched commits)
+
+Every stream is bounded, so a slow stage blocks the ones before it (backpressure) and
+memory holds at most a few buffers of samples, never the dataset. End-of-stream flows
+stage by stage: each task closes its send streams when its input ends. A stage that
+raises cancels the others; the store writer shields its last commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import anyio
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
+
+from .client import ModelClient
+from .config import DatasetSpec
+from .errors import DatasetError, ModelCallError, PermanentModelError
+from .keys import prediction_key
+from .progress import Progress
+from .records import Completion, ModelSpec, Sample, SampleResult
+from .results import Accumulator
+from .scoring import Scorer
+from .store import Store
+
+Mode = Literal["all", "infer", "eval"]
+
+#: Samples looked up in the store per query.
+LOOKUP_BATCH = 256
+
+
+@dataclass(frozen=True)
+class PipelineOptions:
+    """Settings that shape the run but never a result (so they stay out of keys)."""
+
+    work_dir: Path
+    mode: Mode = "all"
+    concurrency: int = 64
+    limit: int | None = None
+    dump_details: bool = True
+    rule_workers: int | None = None
+
+
+class Pipeline:
+    """Evaluate ``models`` × ``datasets`` with stored predictions reused."""
+
+    def __init__(self, datasets: list[DatasetSpec], models: list[ModelSpec], store: Store,
+                 options: PipelineOptions, progress: Progress | None = None) -> None:
+        self.datasets = {d.abbr: d for d in datasets}
+        self.models = {m.abbr: m for m in models}
+        self.store = store
+        self.options = options
+        self.progress = progress or Progress()
+        self.clients: dict[str, ModelClient] = {}
+        self.scorer = Scorer(self.datasets, options.mode, options.rule_workers, self.progress)
+        self.accumulators = {
+            (m, d): Accumulator(m, d, options.mode, self._details_path(m, d))
+            for m in self.models for d in self.datasets}
+
+    def _details_path(self, model: str, dataset: str) -> Path | None:
+        if not self.options.dump_details:
+            return None
+        return self.options.work_dir / "details" / model / f"{dataset}.jsonl"
+
+    async def run(self, out: ObjectSendStream[SampleResult] | None = None) -> None:
+        """Run every stage to completion; per-sample results also go to ``out``."""
+        needs_model = self.options.mode != "eval"
+        for spec in self.models.values():
+            if needs_model:
+                self.clients[spec.abbr] = ModelClient(
+                    spec, concurrency=spec.concurrency or self.options.concurrency)
+        for acc in self.accumulators.values():
+            acc.open()
+        try:
+            await self._run_stages(out)
+        finally:
+            with anyio.CancelScope(shield=True):
+                for client in self.clients.values():
+                    await client.aclose()
+                await self.scorer.aclose()
+            for acc in self.accumulators.values():
+                acc.close()
+
+    async def _run_stages(self, out: ObjectSendStream[SampleResult] | None) -> None:
+        create = anyio.create_memory_object_stream
+        model_send, model_recv = create[Sample](max(4, self.options.concurrency // 4))
+        score_send, score_recv = create[Completion](16)
+        store_send, store_recv = create[Completion](1024)
+        result_send, result_recv = create[SampleResult](16)
+        await self.scorer.start()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._produce, model_send, score_send.clone(), result_send.clone())
+            for _ in range(self.options.concurrency if self.clients else 0):
+                tg.start_soon(self._call_model, model_recv.clone(), score_send.clone(),
+                              store_send.clone())
+            for _ in range(self.scorer.parallelism):
+                tg.start_soon(self._score, score_recv.clone(), result_send.clone())
+            tg.start_soon(self._write_store, store_recv)
+            tg.start_soon(self._collect, result_recv, out)
+            for stream in (model_recv, score_send, score_recv, store_send, result_send):
+                stream.close()
+
+    async def _produce(self, model_send: ObjectSendStream[Sample],
+                       score_send: ObjectSendStream[Completion],
+                       result_send: ObjectSendStream[SampleResult]) -> None:
+        async with model_send, score_send, result_send:
+            for model in self.models.values():
+                for dataset in self.datasets.values():
+                    batch: list[Sample] = []
+                    for sample in self._samples(model, dataset):
+                        batch.append(sample)
+                        if len(batch) >= LOOKUP_BATCH:
+                            await self._route(batch, model_send, score_send, result_send)
+                            batch = []
+                    await self._route(batch, model_send, score_send, result_send)
+
+    def _samples(self, model: ModelSpec, dataset: DatasetSpec):  # -> Iterator[Sample]
+        gen_params = {**model.gen_params, **dataset.gen_params}
+        rows = dataset.reader.rows()
+        start, stop = dataset.test_range.start or 0, dataset.test_range.stop
+        if self.options.limit is not None:
+            stop = min(stop, start + self.options.limit) if stop is not None \
+                else start + self.options.limit
+        seen = False
+        for index, (line, row) in enumerate(rows):
+            if index < start:
+                continue
+            if stop is not None and index >= stop:
+                break
+            seen = True
+            values = {}
+            for column in dataset.input_columns:
+                if column not in row:
+                    raise DatasetError("missing input column", path=str(dataset.reader.path),
+                                       line=line, field=column)
+                values[column] = row[column]
+            if dataset.output_column is not None and dataset.output_column not in row:
+                raise DatasetError("missing output column", path=str(dataset.reader.path),
+                                   line=line, field=dataset.output_column)
+            messages = dataset.template.render(values)
+            reference = row.get(dataset.output_column) if dataset.output_column else None
+            for replica in range(dataset.n):
+                key = prediction_key(model.identity(), messages, gen_params, replica)
+                yield Sample(dataset.abbr, model.abbr, index, replica, row, reference,
+                             messages, key, gen_params)
+        if not seen:
+            raise DatasetError("the dataset has no rows in the selected range",
+                               path=str(dataset.reader.path))
+
+    async def _route(self, batch: list[Sample], model_send: ObjectSendStream[Sample],
+                     score_send: ObjectSendStream[Completion],
+                     result_send: ObjectSendStream[SampleResult]) -> None:
+        """Send stored predictions straight to scoring and the rest to the model."""
+        if not batch:
+            return
+        stored = await self.store.lookup_predictions([s.key for s in batch])
+        for sample in batch:
+            hit = stored.get(sample.key)
+            if hit is not None:
+                self.progress.cached += 1
+                await score_send.send(Completion(sample, "ok", hit[0], hit[1], None,
+                                                 hit[2], hit[3], 0, cached=True))
+            elif self.options.mode == "eval":
+                await result_send.send(SampleResult(
+                    sample.dataset, sample.model, sample.index, sample.replica, "missing",
+                    sample.messages, None, None, sample.reference, None,
+                    "no stored prediction (run without --mode eval to predict it)"))
+            else:
+                await model_send.send(sample)
+
+    async def _call_model(self, receive: ObjectReceiveStream[Sample],
+                          score_send: ObjectSendStream[Completion],
+                          store_send: ObjectSendStream[Completion]) -> None:
+        stage = self.progress.model
+        async with receive, score_send, store_send:
+            async for sample in receive:
+                client = self.clients[sample.model]
+                stage.in_flight += 1
+                try:
+                    result = await client.complete(sample.messages, sample.gen_params)
+                except PermanentModelError as exc:
+                    raise PermanentModelError(client.redact(str(exc)), kind=exc.kind,
+                                              status=exc.status, attempts=exc.attempts) from None
+                except ModelCallError as exc:
+                    stage.failed += 1
+                    completion = Completion(sample, "error", error=client.redact(str(exc)),
+                                            attempts=exc.attempts)
+                else:
+                    stage.done += 1
+                    completion = Completion(sample, "ok", result.text, result.finish_reason,
+                                            None, result.prompt_tokens,
+                                            result.completion_tokens, result.attempts)
+                finally:
+                    stage.in_flight -= 1
+                await store_send.send(completion)
+                await score_send.send(completion)
+
+    async def _score(self, receive: ObjectReceiveStream[Completion],
+                     result_send: ObjectSendStream[SampleResult]) -> None:
+        async with receive, result_send:
+            async for completion in receive:
+                await result_send.send(await self.scorer.score(completion))
+
+    async def _write_store(self, receive: ObjectReceiveStream[Completion]) -> None:
+        async with receive:
+            async for first in receive:
+                batch = [first]
+                while len(batch) < 512:
+                    try:
+                        batch.append(receive.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                # A received completion is a paid-for request: finish committing it even
+                # if the run is being cancelled.
+                with anyio.CancelScope(shield=True):
+                    await self.store.write_completions(batch)
+
+    async def _collect(self, receive: ObjectReceiveStream[SampleResult],
+                       out: ObjectSendStream[SampleResult] | None) -> None:
+        async with receive:
+            async for result in receive:
+                self.accumulators[(result.model, result.dataset)].add(result)
+                self.progress.results += 1
+                if out is not None:
+                    await out.send(result)
+
+    def summaries(self) -> list[dict[str, Any]]:
+        """Results JSON of every (model, dataset), with call statistics."""
+        out = []
+        for (model, _), acc in self.accumulators.items():
+            summary = acc.summary()
+            summary["evaluator"] = type(self.datasets[acc.dataset].evaluator).__name__ \
+                if self.datasets[acc.dataset].evaluator else None
+            out.append(summary)
+        return out
+
+    def call_stats(self) -> dict[str, dict[str, Any]]:
+        """Request, retry and token counters per model."""
+        return {abbr: vars(client.stats).copy() for abbr, client in self.clients.items()}

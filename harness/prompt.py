@@ -1,0 +1,81 @@
+"""Prompt templates: ``RawPromptTemplate`` (chat messages) and ``PromptTemplate`` (rounds).
+
+Placeholders are ``{name}`` and are filled in ONE pass: a value that itself contains
+``{answer}`` is pasted as data and never expanded again (OpenCompass fills templates by
+repeated ``str.replace``, which pastes the gold answer into such a prediction). A
+placeholder with no value, LaTeX such as ``\\boxed{}`` or ``\\frac{a}{b}`` included,
+stays exactly as written.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable, Mapping
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+Messages = tuple[dict[str, str], ...]
+
+#: OpenCompass round roles → OpenAI chat roles.
+_ROLE_MAP = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system",
+             "user": "user", "assistant": "assistant", "system": "system"}
+
+
+def fill(template: str, values: Mapping[str, Any]) -> str:
+    """Replace each ``{name}`` that has a value in ``values``; leave the rest as written."""
+
+    def sub(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name in values:
+            value = values[name]
+            return "" if value is None else str(value)
+        return match.group(0)
+
+    return _PLACEHOLDER.sub(sub, template)
+
+
+def placeholders(template: str) -> set[str]:
+    """The ``{name}`` placeholders that appear in ``template``."""
+    return set(_PLACEHOLDER.findall(template))
+
+
+class RawPromptTemplate:
+    """A list of chat messages (``{'role': ..., 'content': ...}``) with placeholders."""
+
+    def __init__(self, messages: Iterable[Mapping[str, str]], **_ignored: Any) -> None:
+        self.messages: Messages = tuple(_normalize(m) for m in messages)
+        if not self.messages:
+            raise ValueError("RawPromptTemplate needs at least one message")
+
+    def render(self, values: Mapping[str, Any]) -> Messages:
+        """The messages with placeholders filled from ``values`` (one pass)."""
+        return tuple({"role": m["role"], "content": fill(m["content"], values)}
+                     for m in self.messages)
+
+    def placeholders(self) -> set[str]:
+        """Every placeholder used in any message."""
+        return set().union(*(placeholders(m["content"]) for m in self.messages))
+
+
+class PromptTemplate(RawPromptTemplate):
+    """OpenCompass's ``PromptTemplate``: a plain string, or ``dict(begin=..., round=[...])``.
+
+    A string becomes one user message; rounds map ``HUMAN``/``BOT``/``SYSTEM`` roles to
+    ``user``/``assistant``/``system`` and take their text from ``prompt``.
+    """
+
+    def __init__(self, template: str | Mapping[str, Any], **_ignored: Any) -> None:
+        if isinstance(template, str):
+            messages: list[Mapping[str, str]] = [{"role": "user", "content": template}]
+        else:
+            messages = [*template.get("begin", []), *template.get("round", [])]
+            messages = [m for m in messages if isinstance(m, Mapping)]
+        super().__init__(messages)
+
+
+def _normalize(message: Mapping[str, str]) -> dict[str, str]:
+    role = str(message.get("role", "user"))
+    content = message.get("content", message.get("prompt"))
+    if content is None:
+        raise ValueError(f"prompt message {dict(message)!r} has no 'content'")
+    return {"role": _ROLE_MAP.get(role, role.lower()), "content": str(content)}

@@ -1,0 +1,120 @@
+"""Typed records that flow between pipeline stages.
+
+Every stage receives one small frozen record and emits the next; a per-sample failure is
+a ``status`` on the record, never an exception that ends the run::
+
+    Sample ─▶ Completion ─▶ SampleResult
+    (row +     (model reply    (extracted answer, rule verdict,
+     prompt)    or error)       judge verdict, final status)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping
+
+#: Outcome of one model call. ``error`` calls are retried on the next run.
+CompletionStatus = Literal["ok", "error"]
+
+#: Final status of one (sample, replica) for one model.
+#: ``ok``             scored by the evaluator (correct or not);
+#: ``extract_failed`` the postprocessor found no answer: scored as wrong, counted in extract_rate;
+#: ``timeout``        the rule check exceeded its time limit: scored as wrong, counted apart;
+#: ``model_error``    the model call failed for good: not scored, retried on the next run;
+#: ``eval_error``     the evaluator raised on this sample: not scored;
+#: ``missing``        ``--mode eval`` and no stored prediction: not scored.
+SampleStatus = Literal["ok", "extract_failed", "timeout", "model_error", "eval_error", "missing"]
+
+#: Statuses that count in the accuracy denominator.
+SCORED_STATUSES: frozenset[str] = frozenset({"ok", "extract_failed", "timeout"})
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """One OpenAI-compatible endpoint and the generation parameters sent to it.
+
+    ``api_key`` is held in memory only: it is excluded from ``identity()`` (so it never
+    reaches the store or a key) and from ``repr``.
+    """
+
+    abbr: str
+    model: str
+    base_url: str
+    api_key: str = field(default="", repr=False)
+    gen_params: Mapping[str, Any] = field(default_factory=dict)
+    timeout: float = 600.0
+    max_attempts: int = 6
+    concurrency: int | None = None
+    endpoint_id: str | None = None
+
+    def identity(self) -> dict[str, Any]:
+        """What identifies this model's outputs: the endpoint and the model name.
+
+        ``endpoint_id`` replaces the base URL where the URL is not stable across runs
+        (the embedded model listens on a new free port each time).
+        """
+        return {"endpoint": self.endpoint_id or self.base_url.rstrip("/"), "model": self.model}
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One dataset row, rendered for one model and one replica.
+
+    ``key`` is the prediction key (see ``harness.keys``): identical keys share one stored
+    prediction, which is what makes resume and re-scoring free.
+    """
+
+    dataset: str
+    model: str
+    index: int
+    replica: int
+    row: Mapping[str, Any]
+    reference: Any
+    messages: tuple[Mapping[str, str], ...]
+    key: str
+    gen_params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The outcome of one model call (or its stored copy) for one sample."""
+
+    sample: Sample
+    status: CompletionStatus
+    text: str | None = None
+    finish_reason: str | None = None
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    attempts: int = 0
+    cached: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SampleResult:
+    """Everything known about one scored (or failed) sample; one details row."""
+
+    dataset: str
+    model: str
+    index: int
+    replica: int
+    status: SampleStatus
+    prompt: tuple[Mapping[str, str], ...]
+    prediction: str | None
+    extracted: Any
+    reference: Any
+    correct: bool | None
+    error: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    cached: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The details-JSONL row for this sample."""
+        row = {
+            "index": self.index, "replica": self.replica, "status": self.status,
+            "correct": self.correct, "prompt": list(self.prompt),
+            "prediction": self.prediction, "pred": self.extracted,
+            "reference": self.reference, "error": self.error,
+        }
+        row.update(self.details)
+        return row

@@ -1,0 +1,160 @@
+"""The one retry policy for every model and judge call.
+
+Transient failures retry with exponential backoff and full jitter, bounded in attempts:
+429 (waiting at least its ``Retry-After``), 5xx, per-attempt timeouts, dropped
+connections and malformed responses. Client errors (400/401/403/404/422) never retry:
+the same request would fail the same way. 401/403/404 mean every later call fails too,
+so they become ``PermanentModelError`` and stop the run with one message.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, TypeVar
+
+import anyio
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from .errors import ModelCallError, PermanentModelError
+
+T = TypeVar("T")
+
+#: Longest wait honoured from a ``Retry-After`` header, so a server cannot park us forever.
+MAX_RETRY_AFTER = 120.0
+
+
+class BadResponse(Exception):
+    """The server answered 200 with something that is not a usable completion."""
+
+
+@dataclass
+class CallStats:
+    """Counters shared by all calls of one client: requests, retries, 429s, failures."""
+
+    requests: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+    def count(self, kind: str) -> None:
+        """Count one failed attempt of class ``kind``."""
+        self.by_kind[kind] = self.by_kind.get(kind, 0) + 1
+        if kind == "rate_limit":
+            self.rate_limited += 1
+
+
+@dataclass(frozen=True)
+class Classified:
+    """What a failed attempt was, and whether to try again."""
+
+    kind: str
+    retryable: bool
+    status: int | None = None
+    retry_after: float | None = None
+
+
+def classify(exc: BaseException) -> Classified:
+    """Classify an exception raised by one attempt (openai SDK or our own checks)."""
+    import openai  # imported here: the SDK is slow to import and --help must be fast
+
+    if isinstance(exc, (TimeoutError, openai.APITimeoutError)):
+        return Classified("timeout", True)
+    if isinstance(exc, openai.APIStatusError):
+        status = exc.status_code
+        if status == 429:
+            return Classified("rate_limit", True, status, _retry_after(exc.response.headers))
+        if status >= 500:
+            return Classified("server_error", True, status, _retry_after(exc.response.headers))
+        if status in (401, 403):
+            return Classified("auth", False, status)
+        if status == 404:
+            return Classified("not_found", False, status)
+        if status == 408:
+            return Classified("timeout", True, status)
+        return Classified("bad_request", False, status)
+    if isinstance(exc, openai.APIConnectionError):
+        return Classified("connection", True)
+    if isinstance(exc, (BadResponse, openai.APIResponseValidationError, json.JSONDecodeError,
+                        ValueError)):
+        return Classified("bad_response", True)
+    return Classified("unexpected", False)
+
+
+def _retry_after(headers: Any) -> float | None:
+    value = headers.get("retry-after") if headers is not None else None
+    if value is None:
+        ms = headers.get("retry-after-ms") if headers is not None else None
+        return float(ms) / 1000 if ms and ms.replace(".", "", 1).isdigit() else None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None  # an HTTP date: rare for APIs; fall back to backoff
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded exponential backoff with full jitter; ``Retry-After`` is a floor."""
+
+    max_attempts: int = 6
+    initial: float = 0.5
+    maximum: float = 30.0
+
+    def wait(self, state: RetryCallState) -> float:
+        """Seconds to wait before the next attempt."""
+        exc = state.outcome.exception() if state.outcome else None
+        backoff = random.uniform(0, min(self.maximum, self.initial * 2 ** (state.attempt_number - 1)))
+        info = classify(exc) if exc else None
+        if info and info.retry_after is not None:
+            return min(MAX_RETRY_AFTER, info.retry_after) + random.uniform(0, self.initial)
+        return backoff
+
+    async def call(self, attempt: Callable[[], Awaitable[T]], stats: CallStats,
+                   describe: str) -> tuple[T, int]:
+        """Run ``attempt`` under the policy; return ``(result, attempts_made)``.
+
+        A failure for good raises ``ModelCallError`` (or ``PermanentModelError`` for
+        auth/not-found errors) with the attempt count, translated from the SDK error.
+        """
+
+        def before_sleep(state: RetryCallState) -> None:
+            stats.retries += 1
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=self.wait,
+            retry=retry_if_exception(lambda e: classify(e).retryable),
+            sleep=anyio.sleep,
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        tries = 0
+
+        async def counted() -> T:
+            nonlocal tries
+            tries += 1
+            stats.requests += 1
+            try:
+                return await attempt()
+            except Exception as exc:
+                stats.count(classify(exc).kind)
+                raise
+
+        try:
+            return await retrying(counted), tries
+        except Exception as exc:
+            stats.failures += 1
+            info = classify(exc)
+            message = f"{describe}: {info.kind}" + (f" (HTTP {info.status})" if info.status else "")
+            message += f" after {tries} attempt{'s' * (tries != 1)}: {_short(exc)}"
+            cls = PermanentModelError if info.kind in ("auth", "not_found") else ModelCallError
+            raise cls(message, kind=info.kind, status=info.status, attempts=tries) from exc
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= limit else text[:limit] + "…"

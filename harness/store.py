@@ -1,0 +1,172 @@
+"""The SQLite store of a work directory: every prediction, committed as it arrives.
+
+One ``Store`` owns one aiosqlite connection. WAL mode with ``synchronous=NORMAL`` means a
+committed row survives the process being killed (SIGKILL) at any point; at most the
+requests in flight at that moment are lost. A lock file keeps a second process off the
+same work directory. API keys never reach the store: rows hold keys (hashes), texts and
+statuses only.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import aiosqlite
+
+from .errors import SchemaVersionError, StoreError, WorkDirLockedError
+from .records import Completion
+
+SCHEMA_VERSION = 1
+DB_NAME = "harness.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS predictions (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    replica INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'error')),
+    text TEXT,
+    finish_reason TEXT,
+    error TEXT,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    updated REAL NOT NULL
+);
+"""
+
+# An error never overwrites a stored success: a later failed retry of a sample that
+# another run already answered must not lose the answer.
+_UPSERT_PREDICTION = """
+INSERT INTO predictions (key, model, dataset, idx, replica, status, text, finish_reason,
+                         error, prompt_tokens, completion_tokens, attempts, updated)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT(key) DO UPDATE SET
+    status = excluded.status, text = excluded.text, finish_reason = excluded.finish_reason,
+    error = excluded.error, prompt_tokens = excluded.prompt_tokens,
+    completion_tokens = excluded.completion_tokens,
+    attempts = predictions.attempts + excluded.attempts, updated = excluded.updated
+WHERE predictions.status != 'ok' OR excluded.status = 'ok'
+"""
+
+
+class StoredPrediction(tuple):
+    """``(text, finish_reason, prompt_tokens, completion_tokens)`` of a stored success."""
+
+    __slots__ = ()
+
+    @property
+    def text(self) -> str:
+        """The raw model reply."""
+        return self[0]
+
+
+class Store:
+    """Async access to ``WORK_DIR/harness.db``; use as ``async with Store(work_dir)``."""
+
+    def __init__(self, work_dir: str | Path) -> None:
+        self.work_dir = Path(work_dir)
+        self.path = self.work_dir / DB_NAME
+        self._conn: aiosqlite.Connection | None = None
+        self._lock_fd: int | None = None
+
+    async def __aenter__(self) -> "Store":
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self._acquire_lock()
+        try:
+            self._conn = await aiosqlite.connect(self.path, isolation_level=None)
+            await self._conn.execute("PRAGMA journal_mode=WAL")
+            await self._conn.execute("PRAGMA synchronous=NORMAL")
+            await self._conn.execute("PRAGMA busy_timeout=10000")
+            await self._conn.executescript(_SCHEMA)
+            await self._check_version()
+        except sqlite3.Error as exc:
+            await self.aclose()
+            raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connection and release the work-directory lock."""
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await conn.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    @property
+    def conn(self) -> aiosqlite.Connection:
+        """The open connection (raises if the store is closed)."""
+        if self._conn is None:
+            raise StoreError("store is not open")
+        return self._conn
+
+    def _acquire_lock(self) -> None:
+        fd = os.open(self.work_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise WorkDirLockedError(
+                f"{self.work_dir}: another harness process is using this work directory; "
+                "wait for it to finish or choose another --work-dir") from None
+        self._lock_fd = fd
+
+    async def _check_version(self) -> None:
+        async with self.conn.execute(
+                "SELECT value FROM meta WHERE name='schema_version'") as cur:
+            row = await cur.fetchone()
+        if row is None:
+            await self.conn.execute("INSERT INTO meta VALUES ('schema_version', ?)",
+                                    (str(SCHEMA_VERSION),))
+        elif row[0] != str(SCHEMA_VERSION):
+            raise SchemaVersionError(
+                f"{self.path}: store schema version {row[0]} is not supported by this "
+                f"harness (expects {SCHEMA_VERSION}); use a new --work-dir")
+
+    async def lookup_predictions(self, keys: Sequence[str]) -> dict[str, StoredPrediction]:
+        """Stored successful predictions among ``keys`` (one query per call)."""
+        if not keys:
+            return {}
+        marks = ",".join("?" * len(keys))
+        sql = ("SELECT key, text, finish_reason, prompt_tokens, completion_tokens "
+               f"FROM predictions WHERE status='ok' AND key IN ({marks})")
+        async with self.conn.execute(sql, tuple(keys)) as cur:
+            return {row[0]: StoredPrediction(row[1:]) for row in await cur.fetchall()}
+
+    async def write_completions(self, batch: Iterable[Completion]) -> None:
+        """Commit a batch of fresh completions in one transaction."""
+        now = time.time()
+        rows = [(c.sample.key, c.sample.model, c.sample.dataset, c.sample.index,
+                 c.sample.replica, c.status, c.text, c.finish_reason, c.error,
+                 c.prompt_tokens, c.completion_tokens, c.attempts, now) for c in batch]
+        if not rows:
+            return
+        await self.conn.execute("BEGIN")
+        try:
+            await self.conn.executemany(_UPSERT_PREDICTION, rows)
+            await self.conn.execute("COMMIT")
+        except BaseException:
+            await self.conn.execute("ROLLBACK")
+            raise
+
+    async def count(self, table: str, where: str = "1", params: tuple[Any, ...] = ()) -> int:
+        """Row count of ``table`` (a fixed internal name) matching ``where``."""
+        async with self.conn.execute(f"SELECT count(*) FROM {table} WHERE {where}",
+                                     params) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0

@@ -1,0 +1,54 @@
+"""CPU-bound rule checks in worker processes, each under a hard time limit.
+
+math-verify's own timeouts use ``signal.alarm``, which only works in a main thread; in
+worker processes (anyio's process pool, one worker per core) they work. A check that
+hangs anyway is cancelled at ``timeout`` and, because the call is ``cancellable``, its
+worker process is killed and a fresh one takes its place: one timeout, never a stalled
+pipeline.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Any, Callable
+
+import anyio
+import anyio.to_process
+
+
+class WorkerTimeout(Exception):
+    """A check ran past its time limit; its worker process was killed."""
+
+
+class WorkerPool:
+    """At most ``size`` worker processes running checks concurrently."""
+
+    def __init__(self, size: int | None = None) -> None:
+        self.size = size or os.cpu_count() or 1
+        self.limiter = anyio.CapacityLimiter(self.size)
+        self.timeouts = 0
+
+    async def run(self, fn: Callable[..., Any], *args: Any, timeout: float) -> Any:
+        """``fn(*args)`` in a worker; ``WorkerTimeout`` if it takes over ``timeout`` s."""
+        with anyio.move_on_after(timeout) as scope:
+            return await anyio.to_process.run_sync(fn, *args, cancellable=True,
+                                                   limiter=self.limiter)
+        if scope.cancelled_caught:
+            self.timeouts += 1
+            raise WorkerTimeout(f"rule check exceeded {timeout:g} s; its worker was killed")
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def warm(self, module: str) -> None:
+        """Start every worker and import ``module`` there, so imports (sympy takes
+        seconds) are not charged to the first samples' time limits."""
+        async with anyio.create_task_group() as tg:
+            for _ in range(self.size):
+                tg.start_soon(self._warm_one, module)
+
+    async def _warm_one(self, module: str) -> None:
+        await anyio.to_process.run_sync(_import, module, limiter=self.limiter)
+
+
+def _import(module: str) -> None:
+    importlib.import_module(module)

@@ -1,0 +1,190 @@
+"""End-to-end runs against the fake server and real SQLite files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import harness
+from harness.testing import Fault, FakeOpenAI, fail_first
+
+from .helpers import arith_reply, expected_correct, model_cfg, write_arith, write_config
+
+
+def details(work: Path, model: str = "fake", dataset: str = "arith") -> list[dict]:
+    path = work / "details" / model / f"{dataset}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def test_run_scores_every_sample(server, arith, tmp_path):
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=8)
+    result = report.result("arith")
+    assert result["total"] == 40
+    assert result["correct"] == expected_correct(40)
+    assert result["accuracy"] == pytest.approx(100 * expected_correct(40) / 40)
+    assert result["extract_rate"] == 100.0
+    assert server.stats.total == 40
+
+
+async def test_results_json_and_sorted_details_are_written(server, arith, tmp_path):
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
+    work = tmp_path / "w"
+    await harness.evaluate(cfg, work_dir=work, concurrency=8)
+    saved = json.loads((work / "results" / "fake" / "arith.json").read_text())
+    assert saved["counts"] == {"ok": 40}
+    rows = details(work)
+    assert [r["index"] for r in rows] == list(range(40))
+    first = rows[0]
+    assert first["prompt"] == [{"role": "user", "content": "What is 0 + 1?"}]
+    assert first["prediction"] == "Let me add 0 and 1. The answer is 1."
+    assert first["pred"] == "1" and first["reference"] == "1" and first["correct"] is True
+
+
+async def test_concurrency_limit_is_respected(arith, tmp_path):
+    async with FakeOpenAI(responder=arith_reply, latency=0.05) as srv:
+        cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(srv.base_url)])
+        await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=5)
+        assert 1 < srv.stats.max_in_flight <= 5
+
+
+async def test_rerun_makes_zero_requests_and_gives_identical_results(server, arith, tmp_path):
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
+    first = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=8)
+    before = server.stats.total
+    second = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=8)
+    assert server.stats.total == before
+    strip = lambda s: {k: v for k, v in s.items() if k not in ("cached_predictions", "call_stats")}
+    assert [strip(s) for s in second.summaries] == [strip(s) for s in first.summaries]
+    assert second.result("arith")["cached_predictions"] == 40
+
+
+async def test_eval_mode_rescores_after_postprocessor_change_without_requests(
+        server, arith, tmp_path):
+    work = tmp_path / "w"
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)],
+                       pred_pp="first_capital_postprocess")
+    report = await harness.evaluate(cfg, work_dir=work)
+    assert report.result("arith")["correct"] == 0
+    sent = server.stats.total
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
+    report = await harness.evaluate(cfg, work_dir=work, mode="eval")
+    assert server.stats.total == sent
+    assert report.result("arith")["correct"] == expected_correct(40)
+
+
+async def test_eval_mode_reports_unpredicted_samples_as_missing(server, arith, tmp_path):
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval")
+    assert report.result("arith")["counts"] == {"missing": 40}
+    assert server.stats.total == 0
+
+
+async def test_infer_mode_only_predicts(server, arith, tmp_path):
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="infer")
+    assert "accuracy" not in report.result("arith")
+    assert server.stats.total == 40
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval")
+    assert report.result("arith")["correct"] == expected_correct(40)
+    assert server.stats.total == 40
+
+
+async def test_failed_call_is_recorded_and_retried_on_next_run(arith, tmp_path):
+    def faults(body, attempt):
+        # Sample "What is 3 + 4?" fails with 500 on its first 2 attempts.
+        return Fault("server_error") if "3 + 4" in str(body) and attempt < 2 else None
+
+    async with FakeOpenAI(responder=arith_reply, faults=faults) as srv:
+        cfg = write_config(tmp_path / "cfg.py", arith,
+                           models=[model_cfg(srv.base_url, max_attempts=2)])
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        result = report.result("arith")
+        assert result["counts"] == {"ok": 39, "model_error": 1}
+        assert result["scored"] == 39 and report.failed == 1
+        row = details(tmp_path / "w")[3]
+        assert row["status"] == "model_error" and "HTTP 500" in row["error"]
+        assert row["correct"] is None
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        assert report.result("arith")["counts"] == {"ok": 40}
+        assert srv.stats.total == 40 + 2 + 1
+
+
+async def test_transient_faults_are_retried_to_the_same_score(arith, tmp_path):
+    async with FakeOpenAI(responder=arith_reply,
+                          faults=fail_first(2, Fault("rate_limit", retry_after=0))) as srv:
+        cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(srv.base_url)])
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert report.result("arith")["correct"] == expected_correct(40)
+    stats = report.call_stats["fake"]
+    assert stats["retries"] == 80 and stats["rate_limited"] == 80
+
+
+async def test_permanent_error_stops_the_run_with_one_error(arith, tmp_path):
+    async with FakeOpenAI(responder=arith_reply, api_key="right-key") as srv:
+        cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(srv.base_url)])
+        with pytest.raises(harness.PermanentModelError, match="HTTP 401"):
+            await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=4)
+        assert srv.stats.total <= 4
+
+
+async def test_replicas_get_independent_predictions(server, arith, tmp_path):
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)], n=3)
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert report.result("arith")["total"] == 120
+    assert server.stats.total == 120
+    rows = details(tmp_path / "w")
+    assert [(r["index"], r["replica"]) for r in rows[:3]] == [(0, 0), (0, 1), (0, 2)]
+
+
+async def test_extraction_failure_is_counted_in_extract_rate(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 10)
+    replies = lambda body: "no idea" if "What is 0 " in str(body) else arith_reply(body)
+    async with FakeOpenAI(responder=replies) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    result = report.result("arith")
+    assert result["counts"] == {"ok": 9, "extract_failed": 1}
+    assert result["extract_rate"] == 90.0
+    assert result["scored"] == 10
+
+
+async def test_open_run_streams_results_inside_a_running_loop(server, arith, tmp_path):
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
+    seen = []
+    async with harness.open_run(cfg, work_dir=tmp_path / "w") as run:
+        async for result in run:
+            assert isinstance(result, harness.SampleResult)
+            seen.append((result.index, result.correct))
+    assert sorted(i for i, _ in seen) == list(range(40))
+    assert run.report is not None and run.report.result("arith")["total"] == 40
+
+
+async def test_leaving_open_run_early_cancels_cleanly(server, arith, tmp_path):
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
+    async with harness.open_run(cfg, work_dir=tmp_path / "w", concurrency=2) as run:
+        async for _ in run:
+            break
+    assert run.report is None
+    # What was stored is kept: a full run afterwards only asks for the rest.
+    stored_before = server.stats.total
+    await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=2)
+    assert server.stats.total - stored_before < 40
+
+
+async def test_evaluate_accepts_dataset_dicts_without_a_config_file(server, arith, tmp_path):
+    dataset = dict(
+        abbr="arith", type=harness.CustomDataset, path=str(arith),
+        reader_cfg=dict(input_columns=["question"], output_column="answer"),
+        infer_cfg=dict(prompt_template=dict(type=harness.RawPromptTemplate,
+                                            messages=[dict(role="user", content="{question}")]),
+                       retriever=dict(type=harness.ZeroRetriever),
+                       inferencer=dict(type=harness.GenInferencer, max_out_len=16)),
+        eval_cfg=dict(evaluator=dict(type=harness.AccEvaluator),
+                      pred_postprocessor=dict(type="gsm8k"),
+                      dataset_postprocessor=dict(type="gsm8k-dataset")))
+    report = await harness.evaluate(datasets=[dataset], models=[model_cfg(server.base_url)],
+                                    work_dir=tmp_path / "w")
+    assert report.result("arith")["correct"] == expected_correct(40)
