@@ -44,12 +44,13 @@ def write_config(path: Path, data: Path, *, models: Iterable[dict[str, Any]] | N
     """A config in the seed vocabulary, importing from ``harness``."""
     pp = f"pred_postprocessor=dict(type={pred_pp})," if pred_pp else ""
     rp = f"dataset_postprocessor=dict(type={ref_pp})," if ref_pp else ""
-    imports = ", ".join(x for x in ["CustomDataset", "RawPromptTemplate", "ZeroRetriever",
-                                    "GenInferencer", evaluator, pred_pp, ref_pp] if x)
+    import harness
+
+    names = ["CustomDataset", "RawPromptTemplate", "ZeroRetriever", "GenInferencer",
+             evaluator, pred_pp, ref_pp]
+    imports = ", ".join(x for x in names if x and x in harness.__all__)
     models_src = f"models = {list(models)!r}" if models is not None else ""
-    path.write_text(textwrap.dedent(f"""
-        from harness import {imports}
-        {extra}
+    path.write_text(f"from harness import {imports}\n{extra}\n" + textwrap.dedent(f"""
         reader_cfg = dict(input_columns=['question'], output_column='answer')
         datasets = [dict(
             abbr='arith', type=CustomDataset, path={str(data)!r}, reader_cfg=reader_cfg,

@@ -1,0 +1,281 @@
+"""What the fake OpenAI server says and counts: replies, faults, policies, stats, JSON shapes.
+
+A *fault policy* is any callable ``(body, attempt) -> Fault | None``. ``attempt`` counts how
+often the server has already seen the same request (same :func:`request_key`), so a policy
+can say "the first two attempts of every request fail" without keeping state of its own::
+
+    FakeOpenAI(faults=fail_first(2, Fault("rate_limit", retry_after=0.1)))
+    FakeOpenAI(faults=fault_rate(0.2, seed=1))   # reproducible transient faults
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+try:  # orjson is several times faster, which matters at thousands of requests/second
+    import orjson
+
+    def dumps(obj: Any) -> bytes:
+        """Serialize ``obj`` to compact JSON bytes."""
+        return orjson.dumps(obj)
+
+    def _canonical(obj: Any) -> bytes:
+        return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+
+    loads = orjson.loads
+except ImportError:  # pragma: no cover - orjson is optional
+
+    def dumps(obj: Any) -> bytes:
+        """Serialize ``obj`` to compact JSON bytes."""
+        return json.dumps(obj, separators=(",", ":")).encode()
+
+    def _canonical(obj: Any) -> bytes:
+        return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+
+    loads = json.loads
+
+FaultKind = Literal[
+    "rate_limit", "server_error", "slow", "stall", "drop", "malformed_json",
+    "empty_choices", "length", "null_content", "unauthorized", "not_found", "bad_request",
+]
+FAULT_KINDS: frozenset[str] = frozenset(get_args(FaultKind))
+"""Every fault kind :class:`Fault` accepts."""
+
+FaultPolicy = Callable[[dict, int], "Fault | None"]
+"""``(body, attempt) -> Fault | None``: which fault, if any, to inject into a request."""
+
+Responder = Callable[[dict], "str | Reply | Awaitable[str | Reply]"]
+"""``body -> str | Reply`` (or an awaitable of one): decides what the fake model says."""
+
+
+@dataclass
+class Stats:
+    """Counters over ``POST /v1/chat/completions`` requests (``GET /v1/models`` is not counted).
+
+    ``by_status`` counts responses sent per HTTP status (a ``drop`` or ``stall`` sends
+    none), ``faults`` counts injected faults per kind, ``rpm_limited`` the 429s of the
+    ``rpm_limit`` emulation (also in ``by_status[429]``).
+    """
+
+    total: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    rpm_limited: int = 0
+    by_status: Counter[int] = field(default_factory=Counter)
+    faults: Counter[str] = field(default_factory=Counter)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy (status codes become string keys)."""
+        return {"total": self.total, "in_flight": self.in_flight,
+                "max_in_flight": self.max_in_flight, "rpm_limited": self.rpm_limited,
+                "by_status": {str(k): v for k, v in sorted(self.by_status.items())},
+                "faults": dict(sorted(self.faults.items()))}
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What a responder answers: the message content and how the generation ended.
+
+    ``logprobs`` is returned when the request asks for ``logprobs``: a list of
+    ``(token, logprob)`` or ``(token, logprob, [(alt_token, alt_logprob), ...])``; without
+    it the server makes one token per whitespace-separated word with logprob 0.0.
+    """
+
+    content: str | None
+    finish_reason: str = "stop"
+    logprobs: Sequence[tuple] | None = None
+
+    def truncated(self, keep: int | None = None) -> Reply:
+        """This reply cut to ``keep`` characters (default half), as ``finish_reason='length'``."""
+        content = self.content or ""
+        cut = content[: len(content) // 2 if keep is None else keep]
+        return Reply(cut, "length", self.logprobs)
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One injected failure. ``kind`` picks the behaviour; the other fields tune it.
+
+    - ``rate_limit``: 429; ``retry_after`` seconds, if given, becomes a ``Retry-After`` header.
+    - ``server_error``: a 5xx ``status`` (500, 502, 503...; default 500), error body.
+    - ``slow``: wait ``seconds`` more, then answer normally (to outlast a client timeout).
+    - ``stall``: never answer until the server shuts down; with ``send_headers`` the
+      status line and headers go out first, so the client hangs reading the body.
+    - ``drop``: close the connection without any response.
+    - ``malformed_json``: 200 whose body is not valid JSON.
+    - ``empty_choices``: 200 with ``choices: []``.
+    - ``length``: ``finish_reason='length'`` and the content cut to ``keep`` characters
+      (default: half of it).
+    - ``null_content``: ``content: null``.
+    - ``unauthorized`` / ``not_found`` / ``bad_request``: 401 / 404 model-not-found / 400,
+      each with an OpenAI-style error body.
+    """
+
+    kind: FaultKind
+    status: int | None = None
+    retry_after: float | None = None
+    seconds: float = 30.0
+    send_headers: bool = False
+    keep: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}; one of {sorted(FAULT_KINDS)}")
+        # A status on any other kind would be silently ignored, which hides test mistakes.
+        if self.status is not None and not (self.kind == "server_error"
+                                            and 500 <= self.status <= 599):
+            raise ValueError("status is only for server_error and must be 5xx")
+
+
+def as_fault(fault: Fault | str) -> Fault:
+    """Return ``fault`` itself, or a default :class:`Fault` of that kind name."""
+    return fault if isinstance(fault, Fault) else Fault(fault)  # type: ignore[arg-type]
+
+
+def request_key(body: dict) -> str:
+    """Identify "the same request" across retries: a hash of its model and messages."""
+    material = _canonical([body.get("model"), body.get("messages")])
+    return hashlib.blake2b(material, digest_size=16).hexdigest()
+
+
+def fail_first(n: int, fault: Fault | str = "server_error") -> FaultPolicy:
+    """A policy under which the first ``n`` attempts of every request fail with ``fault``."""
+    chosen = as_fault(fault)
+
+    def policy(body: dict, attempt: int) -> Fault | None:
+        return chosen if attempt < n else None
+
+    return policy
+
+
+def fault_rate(p: float, kinds: Sequence[Fault | str] = ("rate_limit", "server_error"),
+               seed: int = 0, max_consecutive: int = 2) -> FaultPolicy:
+    """A policy that fails each attempt with probability ``p``, reproducibly.
+
+    The draw depends only on ``(seed, request_key(body), attempt)``, so the same run gets
+    the same faults in any order and at any concurrency. Faults are transient: an attempt
+    whose ``max_consecutive`` predecessors all drew a fault always succeeds, so a client
+    with ``max_consecutive + 1`` attempts never fails for good.
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError("p must be within [0, 1]")
+    if max_consecutive < 1 or not kinds:
+        raise ValueError("need max_consecutive >= 1 and at least one fault kind")
+    choices = [as_fault(kind) for kind in kinds]
+
+    def draw(key: str, attempt: int) -> tuple[bool, int]:
+        digest = hashlib.blake2b(f"{seed}:{key}:{attempt}".encode(), digest_size=16).digest()
+        hit = int.from_bytes(digest[:8], "big") / 2**64 < p
+        return hit, int.from_bytes(digest[8:], "big") % len(choices)
+
+    def policy(body: dict, attempt: int) -> Fault | None:
+        key = request_key(body)
+        hit, which = draw(key, attempt)
+        if not hit:
+            return None
+        if attempt >= max_consecutive and all(
+                draw(key, earlier)[0] for earlier in range(attempt - max_consecutive, attempt)):
+            return None
+        return choices[which]
+
+    return policy
+
+
+
+# -- the JSON the fake answers with ---------------------------------------------------------
+
+MALFORMED_JSON = b'{"id": "chatcmpl-fake", "object": "chat.completion", "choices": [{"mess'
+"""A 200 body cut mid-object, so every JSON parser rejects it."""
+
+_ERRORS = {  # kind -> (status, type, code, message)
+    "rate_limit": (429, "requests", "rate_limit_exceeded", "Rate limit reached for requests."),
+    "server_error": (500, "server_error", None,
+                     "The server had an error while processing your request."),
+    "unauthorized": (401, "invalid_request_error", "invalid_api_key",
+                     "Incorrect API key provided."),
+    "not_found": (404, "invalid_request_error", "model_not_found",
+                  "The model `{model}` does not exist"),
+    "bad_request": (400, "invalid_request_error", None, "Invalid request."),
+}
+ERROR_KINDS: frozenset[str] = frozenset(_ERRORS)
+"""Fault kinds answered with an HTTP error status and an OpenAI-style error body."""
+
+
+def error_body(kind: str, model: object = None, message: str | None = None) -> tuple[int, dict]:
+    """The default status and the ``{"error": {...}}`` object of an error kind."""
+    status, type_, code, template = _ERRORS[kind]
+    text = message if message is not None else template.format(model=model)
+    return status, {"error": {"message": text, "type": type_, "param": None, "code": code}}
+
+
+def retry_after_value(seconds: float) -> str:
+    """A ``Retry-After`` value, rounded up to milliseconds so no client retries too early."""
+    return f"{math.ceil(seconds * 1000) / 1000:.3f}".rstrip("0").rstrip(".")
+
+
+def echo_last_user(body: dict) -> str:
+    """The default responder: the text of the last user message."""
+    for message in reversed(body.get("messages") or ()):
+        if message.get("role") == "user":
+            return text_of(message.get("content"))
+    return ""
+
+
+def text_of(content: object) -> str:
+    """Message content as text; content parts contribute their ``text``."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def completion_body(body: dict, reply: Reply, serial: int) -> dict[str, Any]:
+    """The ChatCompletion object answering ``body`` with ``reply`` (``n`` copies of it)."""
+    content = reply.content
+    logprobs = None
+    if body.get("logprobs"):
+        logprobs = {"content": logprob_entries(reply, int(body.get("top_logprobs") or 0)),
+                    "refusal": None}
+    choice = {"index": 0, "finish_reason": reply.finish_reason, "logprobs": logprobs,
+              "message": {"role": "assistant", "content": content, "refusal": None}}
+    choices = [choice] + [dict(choice, index=i) for i in range(1, int(body.get("n") or 1))]
+    # Whitespace words stand in for tokens: cheap, and good enough for budget tests.
+    prompt_tokens = sum(len(text_of(m.get("content")).split()) for m in body["messages"])
+    completion_tokens = len(content.split()) * len(choices) if content else 0
+    return {"id": f"chatcmpl-fake-{serial}", "object": "chat.completion",
+            "created": int(time.time()), "model": body.get("model"),
+            "system_fingerprint": "fake-openai", "choices": choices,
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens}}
+
+
+def logprob_entries(reply: Reply, top: int) -> list[dict[str, Any]]:
+    """``choices[i].logprobs.content``: one entry per token with up to ``top`` alternatives.
+
+    ``Reply.logprobs`` items are ``(token, logprob)`` or ``(token, logprob, alternatives)``
+    with alternatives as ``(token, logprob)`` pairs; by default the token itself is the only
+    alternative. Without ``Reply.logprobs`` each whitespace word gets logprob 0.0.
+    """
+    pairs = reply.logprobs
+    if pairs is None:
+        pairs = [(token, 0.0) for token in (reply.content or "").split()]
+    entries = []
+    for token, logprob, *rest in pairs:
+        alternatives = list(rest[0] if rest else [(token, logprob)])[:top]
+        entries.append({"token": token, "logprob": logprob, "bytes": list(token.encode()),
+                        "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())}
+                                         for t, lp in alternatives]})
+    return entries
+
+
+def model_entry(model: str) -> dict[str, Any]:
+    """One item of ``GET /v1/models``."""
+    return {"id": model, "object": "model", "created": 0, "owned_by": "fake-openai"}

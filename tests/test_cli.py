@@ -1,0 +1,132 @@
+"""The command line, as a user runs it: subprocesses against the fake server."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+
+import anyio
+
+from harness.testing import Fault, FakeOpenAI
+
+from .helpers import arith_reply, expected_correct, write_arith, write_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "harness", *args]
+
+
+def env(**extra: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), **extra}
+
+
+async def test_help_lists_the_run_command():
+    result = await anyio.run_process(cli("--help"), env=env())
+    assert b"run" in result.stdout
+
+
+async def test_run_with_flags_prints_summary_and_writes_results(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 20)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    async with FakeOpenAI(responder=arith_reply) as srv:
+        result = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--model-base-url",
+                srv.base_url, "--model", "fake-model", "--api-key-env", "MY_KEY"),
+            env=env(MY_KEY="sk-planted-secret-key-000"), check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode()
+    assert "arith" in out and f"{100 * expected_correct(20) / 20:.2f}" in out
+    saved = json.loads((tmp_path / "w" / "results" / "fake-model" / "arith.json").read_text())
+    assert saved["correct"] == expected_correct(20)
+    for path in (tmp_path / "w").rglob("*"):
+        if path.is_file():
+            assert b"sk-planted-secret-key-000" not in path.read_bytes(), path
+    assert b"sk-planted-secret-key-000" not in result.stdout + result.stderr
+
+
+async def test_model_name_is_discovered_from_the_endpoint(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 4)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    async with FakeOpenAI(responder=arith_reply, models=("served-name",)) as srv:
+        result = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q"),
+            env=env(HARNESS_MODEL_BASE_URL=srv.base_url), check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    assert srv.requests[0]["model"] == "served-name"
+
+
+async def test_config_error_exits_2_naming_the_field(tmp_path):
+    cfg = write_config(tmp_path / "cfg.py", tmp_path / "absent.jsonl")
+    result = await anyio.run_process(cli("run", str(cfg), "-q"), env=env(), check=False)
+    assert result.returncode == 2
+    assert b"datasets[0].path" in result.stderr
+
+
+async def test_failed_samples_exit_1_with_a_resume_hint(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 4)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    fail_two = lambda body, attempt: Fault("server_error") if "What is 2 " in str(body) else None
+    async with FakeOpenAI(responder=arith_reply, faults=fail_two) as srv:
+        result = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--model-base-url",
+                srv.base_url, "--model", "fake-model", "--max-attempts", "1"),
+            env=env(), check=False)
+    assert result.returncode == 1
+    assert b"run the same command again" in result.stderr
+
+
+def _stored(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            return con.execute("SELECT count(*) FROM predictions WHERE status='ok'").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
+async def test_sigkill_midway_then_resume_loses_nothing_and_repeats_only_in_flight(tmp_path):
+    n, concurrency = 200, 8
+    data = write_arith(tmp_path / "a.jsonl", n)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    async with FakeOpenAI(responder=arith_reply, latency=0.02) as srv:
+        args = ["--model-base-url", srv.base_url, "--model", "fake-model",
+                "-c", str(concurrency), "-q"]
+        work = tmp_path / "killed"
+        proc = await anyio.open_process(cli("run", str(cfg), "-w", str(work), *args), env=env())
+        async with proc:
+            with anyio.fail_after(60):
+                while _stored(work / "harness.db") < n // 2:
+                    await anyio.sleep(0.02)
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+        stored_at_kill = _stored(work / "harness.db")
+        assert stored_at_kill < n
+        resumed = await anyio.run_process(cli("run", str(cfg), "-w", str(work), *args),
+                                          env=env(), check=False)
+        assert resumed.returncode == 0, resumed.stderr.decode()
+        sent = collections.Counter(json.dumps(r["messages"]) for r in srv.requests)
+        clean = await anyio.run_process(cli("run", str(cfg), "-w", str(tmp_path / "clean"),
+                                            *args), env=env(), check=False)
+    assert len(sent) == n
+    repeated = sum(c - 1 for c in sent.values())
+    assert repeated <= concurrency
+    killed = json.loads((work / "results" / "fake-model" / "arith.json").read_text())
+    fresh = json.loads((tmp_path / "clean" / "results" / "fake-model" / "arith.json").read_text())
+    for key in ("total", "correct", "accuracy", "counts"):
+        assert killed[key] == fresh[key]
+    assert (work / "details" / "fake-model" / "arith.jsonl").read_text() == \
+        (tmp_path / "clean" / "details" / "fake-model" / "arith.jsonl").read_text()
+    con = sqlite3.connect(work / "harness.db")
+    assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+    con.close()

@@ -1,0 +1,121 @@
+"""Model calls: classified retries against the fake server."""
+
+from __future__ import annotations
+
+import pytest
+from tenacity import RetryCallState
+
+from harness.client import ModelClient
+from harness.errors import ModelCallError, PermanentModelError
+from harness.records import ModelSpec
+from harness.retry import RetryPolicy, classify
+from harness.testing import Fault, FakeOpenAI, fail_first
+
+MESSAGES = [{"role": "user", "content": "hello"}]
+FAST = RetryPolicy(max_attempts=3, initial=0.01, maximum=0.05)
+
+
+def spec(server, **kw) -> ModelSpec:
+    return ModelSpec(abbr="m", model="fake-model", base_url=server.base_url,
+                     api_key="sk-secret-1234", **kw)
+
+
+async def call(server, policy=FAST, **kw):
+    client = ModelClient(spec(server, **kw), concurrency=4, policy=policy)
+    try:
+        return await client.complete(MESSAGES, {"max_tokens": 8}), client
+    finally:
+        await client.aclose()
+
+
+async def test_plain_completion():
+    async with FakeOpenAI() as server:
+        result, client = await call(server)
+    assert result.text == "hello" and result.finish_reason == "stop"
+    assert result.attempts == 1 and client.stats.requests == 1
+
+
+@pytest.mark.parametrize("fault", [
+    Fault("rate_limit", retry_after=0), Fault("rate_limit"), Fault("server_error", status=502),
+    Fault("server_error", status=503), Fault("drop"), Fault("malformed_json"),
+    Fault("empty_choices"), Fault("null_content"),
+], ids=lambda f: f"{f.kind}-{f.status or f.retry_after}")
+async def test_transient_faults_are_retried(fault):
+    async with FakeOpenAI(faults=fail_first(2, fault)) as server:
+        result, client = await call(server)
+    assert result.text == "hello" and result.attempts == 3
+    assert client.stats.retries == 2
+
+
+async def test_slow_reply_is_cut_by_the_timeout_and_retried():
+    async with FakeOpenAI(faults=fail_first(1, Fault("slow", seconds=30))) as server:
+        result, client = await call(server, timeout=0.5)
+    assert result.attempts == 2 and client.stats.by_kind == {"timeout": 1}
+
+
+async def test_stalled_socket_is_cut_by_the_timeout():
+    async with FakeOpenAI(faults=fail_first(1, Fault("stall", send_headers=True))) as server:
+        result, _ = await call(server, timeout=0.5)
+    assert result.attempts == 2
+
+
+@pytest.mark.parametrize("kind,status", [("bad_request", 400)])
+async def test_client_errors_are_not_retried(kind, status):
+    async with FakeOpenAI(faults=fail_first(5, kind)) as server:
+        with pytest.raises(ModelCallError, match=rf"HTTP {status}\) after 1 attempt") as info:
+            await call(server)
+    assert not isinstance(info.value, PermanentModelError)
+    assert server.stats.total == 1
+
+
+@pytest.mark.parametrize("kind,status", [("unauthorized", 401), ("not_found", 404)])
+async def test_auth_and_not_found_are_permanent(kind, status):
+    async with FakeOpenAI(faults=fail_first(5, kind)) as server:
+        with pytest.raises(PermanentModelError, match=f"HTTP {status}"):
+            await call(server)
+    assert server.stats.total == 1
+
+
+async def test_attempts_are_bounded():
+    async with FakeOpenAI(faults=fail_first(10, "server_error")) as server:
+        with pytest.raises(ModelCallError, match="after 3 attempts"):
+            await call(server)
+    assert server.stats.total == 3
+
+
+async def test_api_key_never_appears_in_errors():
+    async with FakeOpenAI(faults=fail_first(10, "bad_request")) as server:
+        with pytest.raises(ModelCallError) as info:
+            await call(server)
+    assert "sk-secret-1234" not in str(info.value)
+
+
+def _state(exc: BaseException, attempt: int) -> RetryCallState:
+    state = RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
+    state.attempt_number = attempt
+    state.set_exception((type(exc), exc, None))
+    return state
+
+
+async def test_retry_after_is_a_floor_for_the_wait():
+    async with FakeOpenAI(faults=fail_first(1, Fault("rate_limit", retry_after=7))) as server:
+        import openai
+        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        try:
+            with pytest.raises(openai.RateLimitError) as info:
+                await client.chat.completions.create(model="fake-model", messages=MESSAGES)
+        finally:
+            await client.close()
+    exc = info.value
+    assert classify(exc).retry_after == 7
+    policy = RetryPolicy(initial=0.5, maximum=30)
+    waits = [policy.wait(_state(exc, 1)) for _ in range(20)]
+    assert all(7 <= w <= 7.5 for w in waits)
+
+
+def test_backoff_grows_and_is_capped():
+    policy = RetryPolicy(initial=1.0, maximum=4.0)
+    exc = TimeoutError()
+    assert all(0 <= policy.wait(_state(exc, 1)) <= 1.0 for _ in range(50))
+    assert all(0 <= policy.wait(_state(exc, 10)) <= 4.0 for _ in range(50))
+    assert max(policy.wait(_state(exc, 10)) for _ in range(200)) > 1.0

@@ -1,0 +1,62 @@
+"""CustomDataset: formats, and errors that name file, line and field."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.dataset import CustomDataset, parse_range
+from harness.errors import DatasetError
+
+
+def rows(path):
+    return list(CustomDataset(path).rows())
+
+
+def test_jsonl_rows_with_line_numbers(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_text('{"q": 1}\n\n{"q": 2}\n')
+    assert rows(p) == [(1, {"q": 1}), (3, {"q": 2})]
+
+
+def test_csv_rows(tmp_path):
+    p = tmp_path / "d.csv"
+    p.write_text('problem,answer\n"What is the capital of France?","Paris"\n')
+    assert rows(p) == [(2, {"problem": "What is the capital of France?", "answer": "Paris"})]
+
+
+def test_bbh_json_examples(tmp_path):
+    p = tmp_path / "d.json"
+    p.write_text('{"canary": "x", "examples": [{"input": "i", "target": "(A)"}]}')
+    assert rows(p) == [(1, {"input": "i", "target": "(A)"})]
+
+
+def test_malformed_jsonl_line_names_file_and_line(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_text('{"q": 1}\n{"q": \n')
+    with pytest.raises(DatasetError, match=r"d\.jsonl:2: malformed JSON"):
+        rows(p)
+
+
+def test_non_utf8_bytes_name_the_line(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_bytes(b'{"q": 1}\n{"q": "\xff"}\n')
+    with pytest.raises(DatasetError, match=r"d\.jsonl:2: not UTF-8"):
+        rows(p)
+
+
+def test_csv_row_with_extra_values(tmp_path):
+    p = tmp_path / "d.csv"
+    p.write_text("a,b\n1,2,3\n")
+    with pytest.raises(DatasetError, match=r"d\.csv:2"):
+        rows(p)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(DatasetError, match="not found"):
+        rows(tmp_path / "nope.jsonl")
+
+
+def test_parse_range():
+    assert parse_range("[0:20]") == slice(0, 20)
+    assert parse_range("[5:]") == slice(5, None)
+    assert parse_range(None) == slice(None)

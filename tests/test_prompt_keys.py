@@ -1,0 +1,54 @@
+"""Template filling (one pass) and the prediction key."""
+
+from __future__ import annotations
+
+from harness.keys import prediction_key
+from harness.prompt import PromptTemplate, RawPromptTemplate, fill
+
+
+def test_fill_replaces_known_placeholders():
+    assert fill("Q: {question}", {"question": "2+2?"}) == "Q: 2+2?"
+
+
+def test_fill_keeps_unknown_placeholders_and_latex():
+    text = "{problem} put it in \\boxed{} or \\frac{a}{b} {unknown}"
+    assert fill(text, {"problem": "P"}) == "P put it in \\boxed{} or \\frac{a}{b} {unknown}"
+
+
+def test_fill_is_one_pass_so_values_are_data():
+    out = fill("{prediction} vs {answer}", {"prediction": "I say {answer}", "answer": "42"})
+    assert out == "I say {answer} vs 42"
+
+
+def test_raw_template_renders_messages():
+    t = RawPromptTemplate(messages=[{"role": "system", "content": "S"},
+                                    {"role": "user", "content": "{q}"}])
+    assert t.render({"q": "hi"}) == ({"role": "system", "content": "S"},
+                                     {"role": "user", "content": "hi"})
+
+
+def test_prompt_template_rounds_map_opencompass_roles():
+    t = PromptTemplate(template=dict(round=[dict(role="HUMAN", prompt="{q}"),
+                                            dict(role="BOT", prompt="A")]))
+    assert t.render({"q": "x"}) == ({"role": "user", "content": "x"},
+                                    {"role": "assistant", "content": "A"})
+
+
+def _key(**changes):
+    args = dict(identity={"endpoint": "http://h/v1", "model": "m"},
+                messages=[{"role": "user", "content": "q"}], gen_params={"max_tokens": 8},
+                replica=0)
+    args.update(changes)
+    return prediction_key(**args)
+
+
+def test_prediction_key_is_stable():
+    assert _key() == _key()
+
+
+def test_prediction_key_changes_with_what_changes_the_prediction():
+    base = _key()
+    assert _key(replica=1) != base
+    assert _key(gen_params={"max_tokens": 9}) != base
+    assert _key(messages=[{"role": "user", "content": "q2"}]) != base
+    assert _key(identity={"endpoint": "http://h/v1", "model": "m2"}) != base
