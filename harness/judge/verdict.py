@@ -1,0 +1,230 @@
+"""The one judge-verdict parser, and the request extras that make judges easy to parse.
+
+OpenCompass has two parsers that disagree (one reads ``'Answer: B'`` as A, the other reads
+a paragraph of explanation as "incorrect"). Here there is one, and it is anchored: after
+removing decoration (whitespace, a ``<think>`` block, markdown emphasis/code, surrounding
+quotes, trailing punctuation) the *whole* reply must be the verdict::
+
+    "A"  "**B**"  "`A`."  "correct"  "INCORRECT"  "A: CORRECT"  "<think>…</think> B"   → A / B
+    "Answer: B"  "The answer is A."  "A or B"  "NOT CORRECT"  "A: INCORRECT"  ""         → None
+
+``None`` means *unparsed*: the caller records it as its own status and may re-ask with
+``FORMAT_REMINDER``; it is never silently "incorrect".
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+import unicodedata
+from typing import Any, Literal, Sequence
+
+__all__ = [
+    "CONSTRAINT_MODES",
+    "FORMAT_REMINDER",
+    "Verdict",
+    "constraint_params",
+    "parse_verdict",
+    "verdict_from_json",
+    "verdict_probability",
+]
+
+#: A judge verdict: ``"A"`` means the prediction is correct, ``"B"`` that it is incorrect.
+Verdict = Literal["A", "B"]
+
+#: The follow-up user message sent after a reply that ``parse_verdict`` could not read.
+FORMAT_REMINDER = (
+    'Your reply could not be read. Reply with exactly one letter: "A" if the prediction '
+    'is correct, "B" if it is incorrect. No other text.'
+)
+
+#: Whole-reply words and what they mean; the seed's template asks for A/B, then for
+#: CORRECT/INCORRECT, so judges answer with either.
+_WORDS: dict[str, Verdict] = {"A": "A", "B": "B", "CORRECT": "A", "INCORRECT": "B"}
+
+#: The template's option line echoed back ("A: CORRECT"); only consistent pairs count.
+_PAIR = re.compile(r"([AB])\s*(?:[:).\-\u2013\u2014]\s*|\s+)(CORRECT|INCORRECT)", re.IGNORECASE)
+_CONSISTENT_PAIRS = {("A", "CORRECT"), ("B", "INCORRECT")}
+
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
+_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+
+#: Markdown emphasis and code marks, plus zero-width characters and BOMs (which NFKC keeps).
+#: They are removed wherever they are: they never carry meaning in a verdict, and removing
+#: them cannot turn a sentence into a bare letter.
+_MARKUP = str.maketrans("", "", "*_`\u200b\u200c\u200d\u2060\ufeff")
+_QUOTES = (('"', '"'), ("'", "'"), ("\u201c", "\u201d"), ("\u2018", "\u2019"))
+_TRAILING_PUNCTUATION = ".!,;:"
+
+
+def parse_verdict(text: str | None) -> Verdict | None:
+    """Read a judge reply as ``"A"`` (correct) or ``"B"`` (incorrect); ``None`` if unparsed.
+
+    The whole reply, once stripped of decoration, must be ``A``, ``B``, ``CORRECT``,
+    ``INCORRECT`` (any case) or a consistent option line such as ``A: CORRECT``.
+    Anything that merely *contains* a verdict (``Answer: B``) is unparsed on purpose:
+    guessing which letter the judge meant is how the two OpenCompass parsers diverged.
+    """
+    if text is None:
+        return None
+    core = _strip_thinking(unicodedata.normalize("NFKC", text))
+    if core is None:
+        return None
+    core = _strip_decoration(core.translate(_MARKUP))
+    word = _WORDS.get(core.upper())
+    if word is not None:
+        return word
+    pair = _PAIR.fullmatch(core)
+    if pair is None:
+        return None
+    letter, meaning = pair.group(1).upper(), pair.group(2).upper()
+    return _WORDS[letter] if (letter, meaning) in _CONSISTENT_PAIRS else None
+
+
+def _strip_thinking(text: str) -> str | None:
+    """Drop reasoning: closed ``<think>`` blocks, and all before a lone ``</think>``.
+
+    A lone ``</think>`` happens when the chat template itself opened the block. An
+    unterminated ``<think>`` means the reply was cut mid-thought: there is no verdict yet.
+    """
+    text = _THINK_BLOCK.sub("", text)
+    closes = list(_THINK_CLOSE.finditer(text))
+    if closes:
+        text = text[closes[-1].end():]
+    return None if _THINK_OPEN.search(text) else text
+
+
+def _strip_decoration(text: str) -> str:
+    """Peel whitespace, surrounding quotes and trailing punctuation until nothing changes.
+
+    Repeated because the layers come in any order: ``"A."``, ``"A".``, ``'A' !``.
+    """
+    while True:
+        peeled = text.strip().rstrip(_TRAILING_PUNCTUATION).strip()
+        for left, right in _QUOTES:
+            if len(peeled) >= 2 and peeled.startswith(left) and peeled.endswith(right):
+                peeled = peeled[1:-1]
+                break
+        if peeled == text:
+            return text
+        text = peeled
+
+
+def verdict_from_json(text: str | None) -> Verdict | None:
+    """Read a reply made under ``constraint_params("json_schema")``: ``{"verdict": "A"}``.
+
+    The value goes through ``parse_verdict``; any other shape (not JSON, not an object,
+    extra or missing keys, a non-string value) is unparsed. Extra keys are refused
+    because the schema forbids them: a server that added some did not enforce it.
+    """
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or set(data) != {"verdict"}:
+        return None
+    value = data["verdict"]
+    return parse_verdict(value) if isinstance(value, str) else None
+
+
+#: Request extras that restrict the judge's reply to the two verdicts, per server kind.
+_CONSTRAINTS: dict[str, dict[str, Any]] = {
+    # llama.cpp server: a GBNF grammar; after "A" or "B" only end-of-text is allowed.
+    "grammar": {"grammar": 'root ::= "A" | "B"'},
+    # vLLM (and SGLang's vLLM-compatible API): guided decoding to one of the choices.
+    "guided_choice": {"guided_choice": ["A", "B"]},
+    # OpenAI structured outputs; read the reply with verdict_from_json.
+    "json_schema": {
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "verdict",
+                "strict": True,
+                "schema": {
+                    "type": "object",
+                    "properties": {"verdict": {"type": "string", "enum": ["A", "B"]}},
+                    "required": ["verdict"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+    },
+}
+
+#: The valid ``mode`` values of ``constraint_params`` (``None`` means no constraint).
+CONSTRAINT_MODES: tuple[str, ...] = tuple(_CONSTRAINTS)
+
+
+def constraint_params(mode: str | None) -> dict[str, Any]:
+    """Extra request parameters that constrain the judge reply to ``A`` or ``B``.
+
+    ``None`` → ``{}``; ``"grammar"`` (llama.cpp), ``"guided_choice"`` (vLLM),
+    ``"json_schema"`` (OpenAI ``response_format``). Returns a fresh copy each call, so a
+    caller may merge or mutate it. An unknown mode raises ``ValueError``.
+    """
+    if mode is None:
+        return {}
+    try:
+        return copy.deepcopy(_CONSTRAINTS[mode])
+    except KeyError:
+        valid = ", ".join(repr(m) for m in CONSTRAINT_MODES)
+        message = f"unknown judge constraint mode {mode!r}; valid: {valid} or None"
+        raise ValueError(message) from None
+
+
+def verdict_probability(
+    logprobs: Sequence[tuple[Any, ...]] | None, verdict: Verdict
+) -> float | None:
+    """The judge's probability for ``verdict``, from the first generated token's logprobs.
+
+    ``logprobs`` holds ``(token, logprob, ((alt_token, alt_logprob), ...))`` per token, as
+    ``CallResult.logprobs`` does. The chosen verdict's probability is normalised over the
+    A/B mass among the first token's alternatives (``" a"``, ``"CORRECT"`` … all count,
+    summed per verdict). Without the rival verdict among them, it is plain
+    ``exp(logprob)``. ``None`` when there are no logprobs or the first token is not
+    ``verdict`` (e.g. the judge opened with reasoning).
+    """
+    if not logprobs:
+        return None
+    token, logprob, *rest = logprobs[0]
+    if _token_verdict(token) != verdict:
+        return None
+    alternatives = dict(rest[0]) if rest and rest[0] else {}
+    alternatives.setdefault(token, logprob)
+    mass: dict[str, list[float]] = {"A": [], "B": []}
+    for alt_token, alt_logprob in alternatives.items():
+        alt_verdict = _token_verdict(alt_token)
+        if alt_verdict is not None:
+            mass[alt_verdict].append(float(alt_logprob))
+    rival = "B" if verdict == "A" else "A"
+    if not mass[rival]:
+        return math.exp(logprob)
+    return _sigmoid(_logsumexp(mass[verdict]) - _logsumexp(mass[rival]))
+
+
+def _token_verdict(token: Any) -> Verdict | None:
+    """The verdict one token spells on its own (``" A"``, ``"correct"``), else ``None``."""
+    return _WORDS.get(token.strip().upper()) if isinstance(token, str) else None
+
+
+def _logsumexp(values: list[float]) -> float:
+    """``log(sum(exp(v)))`` without underflow for very negative logprobs."""
+    top = max(values)
+    if top == -math.inf:
+        return top
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def _sigmoid(x: float) -> float:
+    """``p / (p + q)`` given ``x = log p - log q``, without overflow."""
+    if math.isnan(x):  # both masses are zero: nothing to prefer
+        return 0.0
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)

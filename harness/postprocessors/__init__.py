@@ -1,0 +1,46 @@
+"""Answer extraction: turn a raw reply (or a raw gold) into one normalized answer.
+
+Every postprocessor takes one value as its first argument, extra settings as keyword
+arguments, never raises on odd input, and returns '' when there is no answer (so the
+extract rate counts it). Configs name them as in OpenCompass::
+
+    pred_postprocessor=dict(type='first-option', options='ABCD')
+    pred_postprocessor=dict(type=first_option_postprocess, options='ABCD')
+
+Modules: :mod:`.options` (option letters), :mod:`.numbers` (GSM8K), :mod:`.math`
+(``\\boxed``), :mod:`.bbh`, :mod:`.general`, :mod:`.xml`, :mod:`.think`; the rules they
+share (``<think>`` removal, Unicode folding, grader appeals, self-corrections and
+hedges) live in :mod:`._text` and :mod:`._commit`.
+"""
+
+from __future__ import annotations
+
+from ._registry import POSTPROCESSORS
+from .bbh import bbh_freeform_postprocess, bbh_mcq_postprocess
+from .build import BoundPostprocessor, build_postprocessor, is_extraction_failure
+from .general import general_postprocess
+from .math import extract_boxed_answer, last_boxed_only_string, math_postprocess_v2
+from .numbers import gsm8k_dataset_postprocess, gsm8k_postprocess
+from .options import first_capital_postprocess, first_option_postprocess, last_option_postprocess
+from .think import extract_non_reasoning_content
+from .xml import xml_tag_postprocessor
+
+__all__ = [
+    "POSTPROCESSORS",
+    "BoundPostprocessor",
+    "bbh_freeform_postprocess",
+    "bbh_mcq_postprocess",
+    "build_postprocessor",
+    "extract_boxed_answer",
+    "extract_non_reasoning_content",
+    "first_capital_postprocess",
+    "first_option_postprocess",
+    "general_postprocess",
+    "gsm8k_dataset_postprocess",
+    "gsm8k_postprocess",
+    "is_extraction_failure",
+    "last_boxed_only_string",
+    "last_option_postprocess",
+    "math_postprocess_v2",
+    "xml_tag_postprocessor",
+]

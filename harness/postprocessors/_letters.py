@@ -1,0 +1,163 @@
+"""Finding option letters that stand as a choice, not as part of a word.
+
+Two kinds of evidence, strongest first:
+
+- *statements*: "the answer is (B)", "Answer: B", "I choose B", "答案是B",
+  "option B is correct", ``\\boxed{B}``;
+- *tokens*: a letter shaped like an option on its own: ``(B)``, ``[B]``, ``B)``,
+  ``B.``/``B:`` before a space, ``**B**``, "option B", or a line that is only ``B``.
+
+A capital inside a word ("Clearly", "Answer"), an article ("A lot") or a pronoun
+("I think") is neither, so it is never read as a choice.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import string
+from dataclasses import dataclass
+
+from ._commit import HEDGE, Candidate, commit, committed_clause
+
+_MARKDOWN = [
+    # **B**, *B*, `B`, $B$, $\text{B}$ are emphasis around one letter: make them (B).
+    (re.compile(r"\*{1,2}\s*\(?([A-Za-z0-9])\)?\s*\*{1,2}"), r"(\1)"),
+    (re.compile(r"`\s*\(?([A-Za-z0-9])\)?\s*`"), r"(\1)"),
+    (re.compile(r"\$\s*(?:\\text(?:bf)?\{\s*)?\(?([A-Z])\)?\s*\}?\s*\$"), r"(\1)"),
+    (re.compile(r"\*\*|__|`"), ""),
+]
+
+
+def unmark(text: str) -> str:
+    """Markdown/LaTeX emphasis around a single letter becomes ``(X)``; other ``**`` go."""
+    for pattern, repl in _MARKDOWN:
+        text = pattern.sub(repl, text)
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """An option-shaped letter: position, the letter, and its shape (``(``, ``)``, ``.`` …)."""
+
+    start: int
+    end: int
+    letter: str
+    shape: str
+
+
+def _letter_class(options: str) -> str:
+    return "[" + re.escape("".join(sorted(set(string.ascii_uppercase) | set(options)))) + "]"
+
+
+_CUE = (
+    r"(?i:\b(?:the\s+)?(?:final\s+|correct\s+|right\s+|best\s+)?(?:answer|option|choice)"
+    r"\s*(?:is|would\s+be|should\s+be|must\s+be|will\s+be|=)\s*[:：]?"
+    r"|\b(?:final\s+)?answer\s*[:：]"
+    r"|\bI\s*(?:would\s+|will\s+|'ll\s+|'d\s+)?(?:choose|pick|select|go\s+with)"
+    r"|答案\s*(?:应该|应)?\s*(?:是|为|选)?\s*[:：]?|[故应]选)"
+)
+# What may follow a bare letter after a cue: "answer is B.", "answer is B because …".
+_BARE_END = (r"(?=[ \t]*$|[.,;:!?)\]]|\s+(?i:because|since|as|which|for|with)\b|\s+[-–—]"
+             r"|[\u4e00-\u9fff])")
+_SHAPES = {"p": "(", "b": "[", "o": "option", "r": ")", "d": ".", "l": "line"}
+
+
+@functools.lru_cache(maxsize=64)
+def _patterns(options: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    L = _letter_class(options)
+    statement = re.compile(
+        rf"{_CUE}\s*(?:(?P<hedge>(?i:either|both))\s+)?(?:(?i:option|choice)\s*|选项\s*)?"
+        rf"(?:\(\s*(?P<s1>{L})\s*\)|\[\s*(?P<s2>{L})\s*\]|(?P<s3>{L}){_BARE_END})"
+        rf"|(?i:option|choice)\s+\(?(?P<s4>{L})\)?\s+"
+        rf"(?i:is\s+(?:the\s+)?(?:correct|right|best|answer))"
+        rf"|\(\s*(?P<s5>{L})\s*\)\s+(?i:is\s+(?:the\s+)?(?:correct|right)\b)"
+        rf"|\\boxed\s*\{{\s*(?:\\text(?:bf)?\s*\{{\s*)?\(?\s*(?P<s6>{L})\s*\)?\s*\}}?\s*\}}"
+        rf"|\\boxed\s+(?P<s7>{L})(?![\w'])"
+        rf"|(?P<s8>{L})\s*是正确(?:答案|的)",
+        re.MULTILINE,
+    )
+    token = re.compile(
+        rf"(?<![\w(\[])(?:\(\s*(?P<p>{L})\s*\)|\[\s*(?P<b>{L})\s*\]"
+        rf"|(?i:option|choice)\s+(?P<o>{L})(?![\w'])|(?P<r>{L})\)"
+        rf"|(?P<d>{L})[.:](?=\s|$)|^[ \t]*(?P<l>{L})[ \t]*$)",
+        re.MULTILINE,
+    )
+    hedge = re.compile(
+        rf"(?<![\w'])[(\[]?(?P<x>{L})[)\]]?\s*(?:,?\s*(?i:or|and|and/or|&)\s+|/\s*)"
+        rf"(?:(?i:option|choice)s?\s+)?[(\[]?(?P<y>{L})[)\]]?(?![\w'])"
+    )
+    return statement, token, hedge
+
+
+def _hedged(text: str, start: int, end: int, options: str) -> bool:
+    """True when the letter at ``start:end`` is one side of "B or C" / "A and B" / "A/B"."""
+    hedge = _patterns(options)[2]
+    lo = max(0, start - 40)
+    for m in hedge.finditer(text, lo, min(len(text), end + 40)):
+        if m.group("x") != m.group("y") and m.start() <= start and end <= m.end() + 1:
+            # "(A) and (B) is wrong" names B only to rule it out: not a hedge.
+            return not _REJECTED.match(text, m.end())
+    return False
+
+
+def statements(text: str, options: str) -> list[Candidate]:
+    """Every committed answer statement in ``text``, each valued by its letter or HEDGE.
+
+    The letter is any capital (not only ``options``) so that "the answer is E" with
+    options ABCD is still read as the model's answer, an invalid one.
+    """
+    found = []
+    for m in _patterns(options)[0].finditer(text):
+        if not committed_clause(text, m.start()):
+            continue
+        name = next(k for k in ("s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8") if m.group(k))
+        s, e = m.span(name)
+        value = HEDGE if m.group("hedge") or _hedged(text, s, e, options) else m.group(name)
+        found.append(Candidate(m.start(), m.end(), value))
+    return found
+
+
+def tokens(text: str, options: str) -> list[Token]:
+    """Option-shaped letters from ``options`` in text order, minus negated mentions."""
+    out = []
+    for m in _patterns(options)[1].finditer(text):
+        name = m.lastgroup or ""
+        letter = m.group(name)
+        if letter not in options or _negated(text, m.start()) or _REJECTED.match(text, m.end()):
+            continue
+        out.append(Token(m.start(), m.end(), letter, _SHAPES[name]))
+    return out
+
+
+_NEGATION = re.compile(
+    r"\b(?:not|than|except|unlike|eliminat\w*|rule\s+out|ruled\s+out|excluding|exclude|"
+    r"besides|nor|neither|between|vs\.?|versus|over)\s+$",
+    re.IGNORECASE,
+)
+
+
+# "(A) is wrong", "B seems too small": the option is mentioned to be ruled out.
+_REJECTED = re.compile(
+    r"[)\]]?\s+(?i:is|are|was|seems|looks|would\s+be|must\s+be)\s+(?i:also\s+|clearly\s+)?"
+    r"(?i:incorrect|wrong|false|invalid|impossible|eliminated|ruled\s+out|out|too\s+\w+"
+    r"|not\s+(?:correct|right|the\s+answer|possible|valid))\b"
+)
+
+
+def _negated(text: str, start: int) -> bool:
+    return bool(_NEGATION.search(text[max(0, start - 30):start]))
+
+
+def value(token: Token, text: str, options: str) -> object:
+    """The token's letter, or HEDGE when it is one of several letters offered together."""
+    return HEDGE if _hedged(text, token.start, token.end, options) else token.letter
+
+
+def resolve_statements(text: str, options: str) -> tuple[bool, str]:
+    """(whether ``text`` states an answer at all, the committed valid letter or '')."""
+    cands = statements(text, options)
+    if not cands:
+        return False, ""
+    letter = commit(cands, text)
+    return True, letter if isinstance(letter, str) and letter in options else ""

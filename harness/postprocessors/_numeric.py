@@ -1,0 +1,155 @@
+"""Reading numbers the way people write them: separators, signs, decimals, words.
+
+:func:`normalize_numerals` rewrites a text so that every number is plain ASCII with
+no thousands separator; :func:`canonical` then gives one spelling per value
+(``18.00`` → ``18``, ``-0`` → ``0``, ``.5`` → ``0.5``), used for predictions and golds.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+from ._text import SPECIAL_SPACES, fold_width
+
+_LATEX_GROUP = re.compile(r"(?<=\d)(?:\{,\}|\\[,!;: ]|\\text\{,\}|~)(?=\d{3}(?!\d))")
+_SPACE_GROUP = re.compile(rf"(?<=\d)[{SPECIAL_SPACES}'’_](?=\d{{3}}(?!\d))")
+# Groups of exactly three digits after a first group of one to three: 1,000,000.
+_COMMA_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|,\d)")
+# Plain spaces are riskier: a group must not run into a word or hyphen
+# ("3 400-gram bags" is three bags, not 3400).
+_SPACE_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![\w-])")
+_FRAC = re.compile(r"\\[dt]?frac\s*\{\s*(-?\d+)\s*\}\s*\{\s*(\d+)\s*\}")
+
+NUMBER = re.compile(r"(?:(?<![\w)\].])-)?(?<![\w.])(?:\d+(?:\.\d+)?|\.\d+)(?:/\d+)?(?!\d)")
+"""A number after :func:`normalize_numerals`: sign only when not a binary minus (16-3)."""
+
+
+def normalize_numerals(text: str) -> str:
+    """Full-width digits, Unicode minus and every thousands separator normalized away.
+
+    Separators handled: comma, plain, thin (U+2009), narrow no-break (U+202F) and
+    no-break (U+00A0) spaces, apostrophe, underscore, LaTeX ``{,}`` and ``\\,``.
+    ``\\frac{a}{b}`` becomes ``a/b``.
+    """
+    text = _SPACE_GROUP.sub("", text)  # before folding: these spaces are unambiguous
+    text = fold_width(text)
+    text = _LATEX_GROUP.sub("", text)
+    text = _COMMA_GROUPS.sub(lambda m: m.group(0).replace(",", ""), text)
+    text = _SPACE_GROUPS.sub(lambda m: m.group(0).replace(" ", ""), text)
+    return _FRAC.sub(r"\1/\2", text)
+
+
+def canonical(number: str) -> str:
+    """One spelling per value: ``'018.50'`` → ``'18.5'``, ``'-0'`` → ``'0'``, ``'6/3'`` → ``'2'``.
+
+    Returns the input stripped when it is not a number.
+    """
+    raw = number.strip().replace(",", "")
+    if "/" in raw:
+        top, _, bottom = raw.partition("/")
+        try:
+            num, den = Decimal(top), Decimal(bottom)
+        except InvalidOperation:
+            return raw
+        if den == 0:
+            return raw
+        if num % den == 0:
+            return canonical(str(num / den))
+        return f"{canonical(top)}/{canonical(bottom)}"
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        return raw
+    if not value.is_finite():
+        return raw
+    if value == value.to_integral_value():
+        return str(int(value))
+    return format(value.normalize(), "f")
+
+
+# After the first number, an operator means the span is a computation whose result
+# comes last ("9 * 2 = 18"), not an answer followed by its explanation.
+_OPERATOR = re.compile(r"\s*(?:[-+*/×x÷^=]|\\times|\\cdot|\\div)\s*[-$\\(]*\d")
+_ASIDE = re.compile(r"\([^()]*\)")
+_NEGATED = re.compile(r"\b(?:not|instead\s+of|rather\s+than|nor)\s+\$?-?\d[\d.,/]*", re.IGNORECASE)
+
+
+def span_value(span: str) -> str | None:
+    """The number a short answer span gives, canonical, or None.
+
+    ``"18 dollars."`` → 18; ``"9 * 2 = $18."`` → 18; ``"14, not 12"`` → 14;
+    ``"18 (9 eggs times $2)"`` → 18.
+    """
+    span = _NEGATED.sub(" ", _ASIDE.sub(" ", span))
+    nums = list(NUMBER.finditer(span))
+    if not nums:
+        return None
+    first = nums[0]
+    if _OPERATOR.match(span, first.end()):
+        return canonical(nums[-1].group(0))
+    return canonical(first.group(0))
+
+
+_RESULT = re.compile(r"=\s*|\b(?i:so|therefore|thus|hence|total\s+is|it'?s|is)\s+")
+
+
+def retraction_value(span: str) -> str | None:
+    """The number a correction settles on: the result after the last ``=`` or "so …".
+
+    ``"I made a mistake. She has 9 eggs, so 9 * 2 = $18."`` → 18, while
+    ``"actually 14, not 12"`` → 14 (see :func:`span_value`).
+    """
+    cleaned = _NEGATED.sub(" ", _ASIDE.sub(" ", span))
+    cuts = [m.end() for m in _RESULT.finditer(cleaned) if NUMBER.search(cleaned, m.end())]
+    if cuts:
+        return span_value(cleaned[cuts[-1]:])
+    return span_value(cleaned)
+
+
+_UNITS = {w: i for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen".split())}
+_TENS = {w: 10 * i for i, w in enumerate(
+    "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()) if w != "_"}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
+_SIGN = {"minus", "negative"}
+
+
+def words_to_number(words: list[str]) -> tuple[int, int] | None:
+    """``(value, words used)`` for a leading English number ("twenty-one apples"), or None.
+
+    Stops at the first word that cannot continue the number; "one three" reads one.
+    """
+    sign, i = 1, 0
+    if words and words[0] in _SIGN:
+        sign, i = -1, 1
+    total = current = 0
+    used = i
+    last = None  # kind of the previous number word, to refuse "one three"
+    while i < len(words):
+        w = words[i]
+        if w == "and" and last == "scale":
+            i += 1
+            continue
+        if w in _UNITS and last in (None, "tens", "scale"):
+            if last == "tens" and (current % 10 or _UNITS[w] >= 10):
+                break
+            current += _UNITS[w]
+            last = "unit"
+        elif w in _TENS and last in (None, "scale"):
+            current += _TENS[w]
+            last = "tens"
+        elif w in _SCALES and last in ("unit", "tens"):
+            if _SCALES[w] == 100:
+                current *= 100
+            else:
+                total, current = total + current * _SCALES[w], 0
+            last = "scale"
+        else:
+            break
+        i += 1
+        used = i
+    if last is None:
+        return None
+    return sign * (total + current), used

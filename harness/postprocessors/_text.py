@@ -1,0 +1,206 @@
+"""Text helpers every answer-extracting postprocessor shares.
+
+One reply goes through :func:`prepare` before any pattern looks at it, so all
+postprocessors agree on what counts as the answer-bearing part of a reply:
+Unicode folded, ``<think>`` reasoning removed, an invented few-shot continuation
+cut off, and sentences addressed to a grader dropped.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+# Full-width ASCII (U+FF01..U+FF5E) maps to ASCII by a fixed offset.
+_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
+_WIDTH.update({
+    0x3000: " ",  # ideographic space
+    0x2212: "-", 0xFE63: "-", 0x2796: "-",  # minus signs a model may print for negatives
+    0x200B: None, 0x200C: None, 0x200D: None, 0x2060: None, 0xFEFF: None,  # zero-width
+})
+# Space characters used as thousands separators or typographic spaces. They are
+# folded to a plain space only here; numbers.py joins digit groups before folding.
+SPECIAL_SPACES = ("\u00a0\u2007\u2008\u2009\u200a\u202f\u205f"
+                  "\u2000\u2001\u2002\u2003\u2004\u2005\u2006")
+_WIDTH.update({ord(c): " " for c in SPECIAL_SPACES})
+
+
+def as_text(value: Any) -> str | None:
+    """``value`` as a string, or None when there is nothing to read (None, bytes that fail).
+
+    Postprocessors must never raise on odd input: a non-string becomes ``str(value)``.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return str(value)
+
+
+def fold_width(text: str) -> str:
+    """Full-width ASCII, Unicode minus, odd spaces and zero-width characters to ASCII.
+
+    Lighter than NFKC: superscripts and fractions (``x²``, ``½``) stay as they are,
+    which matters in LaTeX and arithmetic where NFKC would turn ``x²`` into ``x2``.
+    """
+    return text.translate(_WIDTH)
+
+
+def nfkc(text: str) -> str:
+    """NFKC plus the minus signs and zero-width characters NFKC leaves alone."""
+    return unicodedata.normalize("NFKC", fold_width(text))
+
+
+def strip_think(text: str, start: str = "<think>", end: str = "</think>") -> str | None:
+    """``text`` without its reasoning blocks; None when a block is never closed.
+
+    - ``<think>…</think>`` blocks are removed (all of them, tags matched case-insensitively);
+    - a closing tag without an opening one means everything before it was reasoning
+      (chat templates often put ``<think>`` in the prompt, so the reply starts inside it);
+    - an opening tag that is never closed means the model was still reasoning when it
+      stopped: there is no answer, so the caller must report a failure.
+    """
+    open_re = re.compile(re.escape(start), re.IGNORECASE)
+    close_re = re.compile(re.escape(end), re.IGNORECASE)
+    kept: list[str] = []
+    pos = 0
+    while True:
+        opened = open_re.search(text, pos)
+        closed = close_re.search(text, pos)
+        if closed and (not opened or closed.start() < opened.start()):
+            kept, pos = [], closed.end()  # an orphan close tag: all before it is reasoning
+            continue
+        if not opened:
+            kept.append(text[pos:])
+            return "".join(kept)
+        kept.append(text[pos:opened.start()])
+        closed = close_re.search(text, opened.end())
+        if not closed:
+            return None
+        pos = closed.end()
+
+
+# A model that keeps generating after its answer often invents the next few-shot item.
+_CONTINUATION = re.compile(
+    r"\n[ \t]*(?:\*\*|#+[ \t]*)?(?:Question|Q|Problem|Human|User)"
+    r"[ \t]*\d*[ \t]*(?:\*\*)?[ \t]*[:：]",
+    re.IGNORECASE,
+)
+
+
+def cut_continuation(text: str) -> str:
+    """Cut ``text`` where the model starts inventing a new "Question:"/"Q:"/"Problem:".
+
+    Only a marker at the start of a later line counts, so a reply that itself begins
+    by restating "Question: …" keeps its content.
+    """
+    for match in _CONTINUATION.finditer(text):
+        if text[:match.start()].strip():
+            return text[:match.start()]
+    return text
+
+
+# Words addressed to whoever scores the reply. Saying them must earn nothing, so they
+# are dropped (see drop_grader_appeals) before any answer pattern runs.
+_APPEAL = re.compile(
+    r"\b(?:graders?|evaluators?|grading\s+(?:model|system|script)|dear\s+judge|judge\s*[:,])"
+    r"|\b(?:mark|grade|score|count|treat)\s+(?:this|it|me|my\s+\w+|the\s+\w+|this\s+\w+)"
+    r"\s+(?:as\s+)?(?:correct|right|full)"
+    r"|\bignore\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:previous|prior|above|earlier|preceding|"
+    r"other)\s+(?:instructions|rules|prompts?)"
+    r"|\bfull\s+(?:marks|credit|points|score)"
+    r"|\bgive\s+(?:me|this|it)\s+(?:full\s+)?(?:credit|marks|points)",
+    re.IGNORECASE,
+)
+_CLAUSE_BREAK = re.compile(r"[,;.!?。，；>(\[]")
+# Sentence pieces: text up to and including ., ! or ? followed by space, or up to a newline.
+# A dot between digits (3.5) is not a boundary.
+_SENTENCE = re.compile(r"[^\n]*?(?:[.!?。！？](?=\s|$)|\n|$)")
+
+
+def drop_grader_appeals(text: str) -> str:
+    """``text`` without what addresses a grader: the clause of the appeal to sentence end.
+
+    "The grader should accept A." goes entirely; "The answer is 18, so mark this as
+    correct." keeps "The answer is 18,"; "<answer>B</answer> Grader: …" keeps the tag.
+    What the model said before an appeal stands on its own merits; the appeal and
+    what follows it in the sentence earn nothing.
+    """
+    if not _APPEAL.search(text):
+        return text
+    kept = []
+    for m in _SENTENCE.finditer(text):
+        piece = m.group(0)
+        appeal = _APPEAL.search(piece)
+        if appeal:
+            breaks = _CLAUSE_BREAK.finditer(piece, 0, appeal.start())
+            clause = max((b.end() for b in breaks), default=0)
+            piece = piece[:clause] + ("\n" if piece.endswith("\n") else "")
+        kept.append(piece)
+    return "".join(kept)
+
+
+def prepare(value: Any, *, unicode: str = "nfkc") -> str | None:
+    """The answer-bearing part of one reply, or None when the reply has none.
+
+    ``unicode`` is ``'nfkc'`` (text and options) or ``'width'`` (numbers and LaTeX,
+    see :func:`fold_width`). The result is stripped; '' and None both mean failure.
+    """
+    text = as_text(value)
+    if text is None:
+        return None
+    text = nfkc(text) if unicode == "nfkc" else fold_width(text)
+    text = strip_think(text)
+    if text is None:
+        return None
+    return drop_grader_appeals(cut_continuation(text)).strip()
+
+
+SENTENCE_END = re.compile(r"\n|[!?]|\.(?=\s|$)")
+"""The end of an answer sentence: newline, ! or ?, or a dot that is not a decimal point."""
+LINE_END = re.compile(r"\n")
+
+
+def span_after(text: str, start: int, stop: re.Pattern[str] = SENTENCE_END,
+               limit: int = 400) -> str:
+    """``text`` from ``start`` up to ``stop``, at most ``limit`` characters.
+
+    An answer statement is short; the limit keeps a reply that repeats "the answer is"
+    thousands of times without a full stop from costing quadratic time.
+    """
+    window = text[start:start + limit]
+    end = stop.search(window)
+    return window[:end.start()] if end else window
+
+
+# Words a sentence cannot end with: a reply ending in one was cut off mid-sentence.
+_DANGLING = frozenset(
+    "the a an and or but because so of to is are was were be been that which with for in on "
+    "at by as than then if since from into its their his her our we it this these has have "
+    "had will would can could should not plus minus times equals divided multiply multiplied "
+    "add subtract gives get gets each per".split()
+)
+
+
+def looks_truncated(text: str) -> bool:
+    """True when ``text`` visibly stops mid-sentence (max-token cut, dropped stream).
+
+    A dangling connector word ("…multiply by"), operator ("16 - 3 =") or opening bracket
+    at the very end. A cut inside a word cannot be seen and is not reported.
+    """
+    tail = text.rstrip()
+    if not tail:
+        return True
+    if tail[-1] in ",;:([{=+-*/×÷\\–—" and not tail.endswith("**"):
+        return True
+    # Only the tail is searched: a regex anchored at $ would otherwise rescan a long
+    # run of letters from every start position.
+    last = re.search(r"([A-Za-z]+)\W*$", tail[-64:])
+    # Only a lower-case word dangles: a final "A" or "I" is an option letter, not "a"/"i".
+    return bool(last) and last.group(1) in _DANGLING and tail[-1].isalpha()

@@ -1,0 +1,123 @@
+"""BIG-Bench-Hard postprocessors: ``bbh-mcq`` and ``bbh-freeform``.
+
+Both are applied to predictions *and* golds, so a gold ``'(C)'`` and a prediction
+"…So the answer is (C)." both become ``'C'``, and a gold ``'Yes'`` and a prediction
+"So the answer is yes." both become ``'Yes'``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ._commit import HEDGE, Candidate, commit, committed_clause
+from ._numeric import normalize_numerals, span_value, words_to_number
+from ._registry import POSTPROCESSORS
+from ._text import looks_truncated, prepare, span_after
+from .math import find_boxed
+from .options import ALL_LETTERS, choose_option
+
+
+@POSTPROCESSORS.register("bbh-mcq", "bbh_mcq_postprocess")
+def bbh_mcq_postprocess(text: Any) -> str:
+    """The option letter of a BBH multiple-choice reply or gold (``'(C)'`` → ``'C'``).
+
+    As in OpenCompass the answer statement ("So the answer is (C).") decides, and a
+    self-correction counts its last statement. Differences, on purpose: on failure we
+    return '' (OpenCompass returns the original text, which hides the failure from the
+    extract rate and is scored as a normal, wrong prediction); a hedge ("(A) or (B)"),
+    two different answers without a correction, or a truncated reply are failures;
+    and a capital inside a word is never an option (OpenCompass falls back to the first
+    upper-case letter anywhere, so "Let's think" gives L).
+    """
+    return choose_option(text, ALL_LETTERS, cushion=True)
+
+
+_CUE = re.compile(
+    r"(?i:\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|would\s+be|should\s+be|must\s+be"
+    r"|will\s+be|=|:)\s*[:：]?)"
+)
+_HEDGE = re.compile(r"(?:either\s+)?(\S+)\s+or\s+(\S+)")
+_YES_NO = re.compile(r"(yes|no)(?:$|[,.;:!]|\s+(?:because|since|as)\b)")
+_TRUE_FALSE = re.compile(r"(true|false)(?:$|[,.;:!]|\s+(?:because|since|as)\b)")
+_VALID = re.compile(r"(?:the\s+argument\s+is\s+)?(?:deductively\s+)?(not\s+valid|invalid|valid)\b")
+_BRACKETS = "()[]{}<>"
+
+
+def _number(low: str) -> str | None:
+    """A numeric answer in digits or words ("seven", "minus twelve"), canonical."""
+    digits = normalize_numerals(low)
+    if re.match(r"\s*[-$]?\s*\d", digits):
+        return span_value(digits)
+    words = [w for w in re.split(r"[\s-]+", re.sub(r"[^\w\s-]", " ", low)) if w]
+    read = words_to_number(words)
+    # Only a number answer, perhaps with a unit ("seven fruits"); not a list of words
+    # that happens to start with one.
+    if read and len(words) - read[1] <= 2 and not any(
+            words_to_number([w]) for w in words[read[1]:]):
+        return str(read[0])
+    return None
+
+
+def normalize_freeform(answer: str) -> Any:
+    """The canonical form of one free-form BBH answer ('' when empty, HEDGE for "X or Y").
+
+    ``Yes``/``No``, ``True``/``False`` and ``valid``/``invalid`` in any case and with
+    trailing reasons; numbers in digits; bracket sequences spaced (``'[(]'`` → ``'[ ( ]'``,
+    the Dyck gold format); anything else a lower-case word list with commas and extra
+    spaces removed (``'Apple, banana'`` → ``'apple banana'``, the word-sorting format).
+    """
+    value = answer.strip().strip("\"'`*").strip()
+    value = re.sub(r"[.。]+$", "", value).strip().strip("\"'`*").strip()
+    if not value:
+        return ""
+    low = value.lower()
+    hedge = _HEDGE.fullmatch(low)
+    if hedge and hedge.group(1) != hedge.group(2):
+        return HEDGE
+    for pattern, names in ((_YES_NO, {"yes": "Yes", "no": "No"}),
+                           (_TRUE_FALSE, {"true": "True", "false": "False"})):
+        m = pattern.match(low)
+        if m:
+            return names[m.group(1)]
+    m = _VALID.match(low)
+    if m:
+        return "valid" if m.group(1) == "valid" else "invalid"
+    number = _number(low)
+    if number is not None:
+        return number
+    if all(c in _BRACKETS or c.isspace() or c == "," for c in value):
+        return " ".join(c for c in value if c in _BRACKETS)
+    return " ".join(re.sub(r"[^\w\s'-]", " ", low).split())
+
+
+@POSTPROCESSORS.register("bbh-freeform", "bbh_freeform_postprocess")
+def bbh_freeform_postprocess(text: Any) -> str:
+    """The normalized free-form answer of a BBH reply or gold; '' if none.
+
+    As in OpenCompass: the sentence after "the answer is" (last committed statement),
+    trailing period stripped, then :func:`normalize_freeform` so that "seven" equals
+    ``7``, "not valid" equals ``invalid`` and ``"[ ( ]"`` equals ``"[(]"``. A reply
+    with no answer statement counts only when it is a single line (a bare answer or a
+    gold); OpenCompass would return the first line of the reasoning instead.
+    """
+    reply = prepare(text)
+    if not reply:
+        return ""
+    reply = re.sub(r"\*\*|__|`", "", reply)
+    cands = []
+    for m in _CUE.finditer(reply):
+        if committed_clause(reply, m.start()):
+            span = span_after(reply, m.end())
+            cands.append(Candidate(m.start(), m.end() + len(span), normalize_freeform(span)))
+    for start, end, content in find_boxed(reply):
+        content = re.sub(r"\\text\{([^{}]*)\}", r"\1", content)
+        cands.append(Candidate(start, end, normalize_freeform(content)))
+    if cands:
+        found = commit(sorted(cands, key=lambda c: c.start), reply)
+        return found if isinstance(found, str) else ""
+    lines = [line for line in reply.splitlines() if line.strip()]
+    if len(lines) != 1 or looks_truncated(reply):
+        return ""
+    found = normalize_freeform(lines[0])
+    return found if isinstance(found, str) else ""

@@ -1,0 +1,90 @@
+"""Turning a ``dict(type=..., **kwargs)`` config into a per-sample postprocessor."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from ._registry import POSTPROCESSORS
+
+
+@dataclass(frozen=True)
+class BoundPostprocessor:
+    """A postprocessor with its config kwargs bound; call it on one sample's value.
+
+    A list or tuple of candidate predictions is processed element-wise and gives a
+    list, as OpenCompass does for replicated predictions.
+    """
+
+    func: Callable[..., Any]
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    name: str = ""
+
+    def __call__(self, value: Any) -> Any:
+        """The postprocessed value (a list for a list/tuple of candidates)."""
+        if isinstance(value, (list, tuple)):
+            return [self.func(item, **self.kwargs) for item in value]
+        return self.func(value, **self.kwargs)
+
+
+def _check_kwargs(func: Callable[..., Any], name: str, kwargs: Mapping[str, Any]) -> None:
+    # A typo in a config must fail when the config is loaded, not after the model
+    # has been paid for: bind the kwargs against the signature now.
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):  # a builtin without a signature: cannot check
+        return
+    params = sig.parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        bad = [k for k in kwargs if k not in params or params[k].kind is params[k].POSITIONAL_ONLY]
+        if bad:
+            accepted = [p.name for p in list(params.values())[1:]
+                        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+            raise TypeError(
+                f"postprocessor {name!r} does not accept keyword argument(s) "
+                f"{', '.join(map(repr, bad))}; it accepts: {', '.join(accepted) or 'none'}"
+            )
+    try:
+        sig.bind(None, **kwargs)
+    except TypeError as exc:
+        raise TypeError(f"postprocessor {name!r}: {exc}") from None
+
+
+def build_postprocessor(cfg: Any) -> Callable[[Any], Any] | None:
+    """A per-sample callable from ``dict(type=name_or_callable, **kwargs)``; None for None.
+
+    ``type`` is a registered name (``'first-option'`` or ``'first_option_postprocess'``)
+    or the function itself; a bare name or callable is accepted as shorthand.
+    Raises ``KeyError`` for an unknown name and ``TypeError`` for a missing ``type``,
+    a non-callable, or kwargs the function does not accept.
+    """
+    if cfg is None:
+        return None
+    if isinstance(cfg, Mapping):
+        if "type" not in cfg:
+            raise TypeError(f"postprocessor config needs a 'type': {dict(cfg)!r}")
+        kind, kwargs = cfg["type"], {k: v for k, v in cfg.items() if k != "type"}
+    else:
+        kind, kwargs = cfg, {}
+    func = POSTPROCESSORS.get(kind)
+    if not callable(func):
+        raise TypeError(f"postprocessor type must be a name or a callable, not {kind!r}")
+    name = kind if isinstance(kind, str) else getattr(func, "__name__", repr(func))
+    _check_kwargs(func, name, kwargs)
+    return BoundPostprocessor(func, dict(kwargs), name)
+
+
+def is_extraction_failure(value: Any) -> bool:
+    """True for what ``--dump-extract-rate`` counts as a failed extraction.
+
+    None, '' or whitespace, an empty list, or a list whose items are all failures.
+    Any other value (a number, a non-empty string, a dict) is an extracted answer.
+    """
+    if value is None:
+        return True
+    if isinstance(value, str):
+        return not value.strip()
+    if isinstance(value, (list, tuple)):
+        return all(is_extraction_failure(item) for item in value)
+    return False

@@ -1,0 +1,123 @@
+"""GSM8K postprocessors: ``gsm8k`` (prediction) and ``gsm8k-dataset`` (gold)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ._commit import Candidate, commit, committed_clause
+from ._numeric import NUMBER, canonical, normalize_numerals, retraction_value, span_value
+from ._registry import POSTPROCESSORS
+from ._text import LINE_END, as_text, looks_truncated, prepare, span_after
+from .math import find_boxed
+
+_HASHES = re.compile(r"####[ \t]*")
+_CUE = re.compile(
+    r"(?i:\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|would\s+be|should\s+be|must\s+be"
+    r"|will\s+be|=|:)\s*[:：]?|答案\s*(?:是|为)?\s*[:：]?)"
+)
+# A visible change of mind after the answer was given ("12... wait, actually 14").
+# A plain "wait, let me check" is not one: what follows is a check, not a new answer.
+_RETRACT = re.compile(
+    r"(?i:\b(?:wait|hmm|hold\s+on|oh)\b[\s,.!…-]*"
+    r"(?:no\b|actually\b|I\s+made|that'?s\s+(?:wrong|not)"
+    r"|correction)|\b(?:correction|oops|scratch\s+that|on\s+second\s+thought"
+    r"|I\s+made\s+an?\s+(?:\w+\s+)?(?:mistake|error)|I\s+was\s+wrong)\b"
+    r"|(?:^|(?<=[.!?…\n]))[ \t]*actually\b)"
+)
+# Verification the model adds after working out its answer; its numbers are not answers.
+_CHECK_LINE = re.compile(
+    r"(?im)^[ \t\W]*(?:check|verify|verification|sanity\s+check|double[- ]check\w*"
+    r"|let\s+me\s+(?:double[- ])?check|let'?s\s+(?:double[- ])?check|proof)\b.*$"
+    r"|^.*[✓✔✅].*$"
+)
+# Filler allowed between a cue and its number: "the answer is approximately $18".
+_LEAD_IN = re.compile(
+    r"[\s:$*({\\]*(?:(?:about|approximately|roughly|exactly|only|just|=)\s*[$*]*\s*)?-?\.?\d"
+)
+
+
+def _cue_value(span: str) -> str | None:
+    """The number right after an answer cue; None when the cue opens reasoning instead.
+
+    "Answer: 18" and "The answer is 9 * 2 = 18" give numbers; "Answer: Janet sells
+    16 - 3 - 4 = 9 eggs…" is the start of the working, not an answer.
+    """
+    return span_value(span) if _LEAD_IN.match(span) else None
+
+
+def _statements(text: str) -> list[Candidate]:
+    """Explicit final answers: ``#### N``, ``\\boxed{N}``, "the answer is N", and after
+    one of those, a retraction that gives a new number."""
+    found = []
+    for m in _HASHES.finditer(text):
+        found.append((m.start(), m.end(), span_value(span_after(text, m.end(), LINE_END))))
+    for start, end, content in find_boxed(text):
+        found.append((start, end, span_value(content)))
+    for m in _CUE.finditer(text):
+        if committed_clause(text, m.start()):
+            span = span_after(text, m.end())
+            found.append((m.start(), m.end() + len(span), _cue_value(span)))
+    found = [c for c in found if c[2] is not None]
+    if not found:
+        return []
+    first = min(start for start, _, _ in found)
+    for m in _RETRACT.finditer(text, first):
+        # A retraction may run over a sentence break ("I made a mistake. It is 14."),
+        # so it reads to the end of the line, unless an explicit answer on that line
+        # carries the new value itself.
+        span = span_after(text, m.end(), LINE_END)
+        if any(m.end() <= start < m.end() + len(span) for start, _, _ in found):
+            continue
+        value = retraction_value(span)
+        if value is not None:
+            found.append((m.start(), m.end() + len(span), value))
+    return [Candidate(s, e, v) for s, e, v in sorted(found)]
+
+
+@POSTPROCESSORS.register("gsm8k", "gsm8k_postprocess")
+def gsm8k_postprocess(text: Any) -> str:
+    """The final numeric answer of a GSM8K-style reply, canonical (``'18'``); '' if none.
+
+    Explicit answers win over the last number: ``#### N``, ``\\boxed{N}``, "the answer
+    is N" (a computation after the cue gives its result: "9 * 2 = 18" → 18). A later
+    answer counts after a visible correction ("wait, actually 14"); two different
+    explicit answers otherwise are a failure. Without an explicit answer the last
+    number counts, ignoring check lines ("Check: 9*2=18 ✓"). Text after an invented
+    "Question:"/"Q:"/"Problem:" is cut first (OpenCompass cuts only "Question:").
+
+    Unlike OpenCompass, thousands separators of every kind are understood (``1,000``
+    is 1000, not 000), as are full-width digits, the Unicode minus, ``$`` and units;
+    ``18.00`` is ``18``. No number, a truncated reply or unclosed ``<think>`` → ''.
+    """
+    reply = prepare(text, unicode="width")
+    if not reply:
+        return ""
+    reply = normalize_numerals(reply)
+    cands = _statements(reply)
+    if cands:
+        return commit(cands, reply) or ""
+    body = _CHECK_LINE.sub("", reply).rstrip()
+    if not body or looks_truncated(body):
+        return ""
+    numbers = NUMBER.findall(body)
+    return canonical(numbers[-1]) if numbers else ""
+
+
+@POSTPROCESSORS.register("gsm8k-dataset", "gsm8k_dataset", "gsm8k_dataset_postprocess")
+def gsm8k_dataset_postprocess(text: Any) -> str:
+    """The gold answer after the last ``####``, canonical (``'#### 1,000'`` → ``'1000'``).
+
+    A gold without ``####`` that is already a number is accepted as it is; anything
+    else is ''. OpenCompass strips only commas, so its golds keep ``$``, spaces or
+    full-width digits that never equal a prediction.
+    """
+    raw = as_text(text)
+    if raw is None:
+        return ""
+    raw = normalize_numerals(raw)
+    marks = list(_HASHES.finditer(raw))
+    span = raw[marks[-1].end():].split("\n", 1)[0] if marks else raw.strip()
+    value = span_value(span)
+    return value if value is not None else ""
+

@@ -1,0 +1,167 @@
+"""Multiple-choice postprocessors: ``first-option``, ``last-option``, ``first-capital``.
+
+Shared rules (stricter than OpenCompass, which takes the first capital anywhere):
+
+1. An explicit answer statement wins ("the answer is (C)", "Answer: C", ``\\boxed{C}``).
+   Repeating it is fine; a later different one counts only after a visible correction
+   ("Wait, actually …"); otherwise two different answers, or a hedge ("B or C"),
+   are a failure ''.
+2. Without a statement, a reply cut off mid-sentence is a failure.
+3. Otherwise only option-shaped letters count (see :mod:`._letters`), never a capital
+   inside a word, an article ("A lot") or a pronoun ("I think").
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from typing import Any
+
+from . import _letters
+from ._commit import HEDGE, Candidate, commit
+from ._registry import POSTPROCESSORS
+from ._text import looks_truncated, prepare
+
+ALL_LETTERS = string.ascii_uppercase
+
+# A line-leading option followed by one of these is being discussed, not chosen:
+# "(A) is wrong because …", "B. would double count …".
+_DISCUSSION = re.compile(
+    r"[ \t]*(?i:is|are|was|were|says|states|claims|would|could|might|can|cannot|does|doesn't"
+    r"|seems|looks|isn't|has|gives|suggests|means|implies|and|or|vs)\b"
+)
+_LINE_PREFIX = re.compile(r"[ \t>#*+-]*")
+_SENTENCE_END = re.compile(r"[ \t]*(?:[.!。][ \t]*)?(?:\n|$)|[ \t]*[.!。](?=\s)")
+
+
+def reply_text(text: Any) -> str:
+    """The prepared reply (see :func:`._text.prepare`) with emphasis markup unwrapped."""
+    prepared = prepare(text)
+    return _letters.unmark(prepared) if prepared else ""
+
+
+def _line_start(text: str, pos: int) -> bool:
+    start = text.rfind("\n", 0, pos) + 1
+    return _LINE_PREFIX.fullmatch(text, start, pos) is not None
+
+
+def _leading(text: str, toks: list[_letters.Token], options: str) -> Any:
+    """The letter the reply leads with ("B. Paris", "(B)"), HEDGE, or None.
+
+    Several different line-leading letters are a list of options, not an answer.
+    """
+    lead = [t for t in toks if _line_start(text, t.start) and not _DISCUSSION.match(text, t.end)]
+    if not lead or len({t.letter for t in lead}) > 1:
+        return None
+    first = lead[0]
+    line_end = text.find("\n", first.end)
+    stop = line_end if line_end >= 0 else len(text)
+    same_line = [t for t in toks if first.end <= t.start < stop]
+    if any(t.shape == first.shape and t.letter != first.letter for t in same_line):
+        return None  # "(A) 12 (B) 14 (C) 16" lists the options
+    return _letters.value(first, text, options)
+
+
+def _concluding(text: str, toks: list[_letters.Token], options: str) -> Any:
+    """The letter the reply concludes with ("…, so (C)."), HEDGE, or None."""
+    cands = []
+    for tok in toks:
+        line_end = text.find("\n", tok.end)
+        rest = text[tok.end:line_end if line_end >= 0 else len(text)].strip()
+        if _line_start(text, tok.start) and rest:
+            continue  # "C. 16" leads a line of a list; it concludes nothing
+        closes = tok.shape == "line" or (tok.shape == "." and text[tok.end - 1] == ".")
+        if closes or _SENTENCE_END.match(text, tok.end):
+            cands.append(Candidate(tok.start, tok.end, _letters.value(tok, text, options)))
+    return commit(cands, text) if cands else None
+
+
+def option_letters(options: Any) -> str:
+    """``options`` as one string of letters; a config may give ``['A', 'B', 'C']``."""
+    if isinstance(options, str):
+        return options
+    try:
+        return "".join(str(o).strip() for o in options)
+    except TypeError:
+        return str(options)
+
+
+def choose_option(text: Any, options: Any, *, cushion: bool = True) -> str:
+    """Statement, then leading letter, then (with ``cushion``) concluding letter; or ''."""
+    options = option_letters(options)
+    reply = reply_text(text)
+    if not reply:
+        return ""
+    stated, letter = _letters.resolve_statements(reply, options)
+    if stated:
+        return letter
+    if looks_truncated(reply):
+        return ""
+    toks = _letters.tokens(reply, options)
+    found = _leading(reply, toks, options)
+    if found is None and cushion:
+        found = _concluding(reply, toks, options)
+    return found if isinstance(found, str) else ""
+
+
+@POSTPROCESSORS.register("first-option", "first_option_postprocess")
+def first_option_postprocess(text: Any, options: Any = "ABCD", cushion: bool = True) -> str:
+    """The option letter the reply commits to, from ``options``; '' if none.
+
+    In order: an explicit answer statement (OpenCompass's ordered "answer is (X)",
+    "答案是 X", "Answer: X", ``\\boxed{X}`` patterns, plus "I choose X", "option X is
+    correct"); a line the reply leads with ("B. Paris", "(B)", a lone "B"); and with
+    ``cushion=True`` a letter that ends a sentence ("…, so (C).").
+
+    Differences from OpenCompass, on purpose: a capital inside a word never counts,
+    so "Clearly" or "A lot" is not A; a self-correction counts its last answer; a
+    hedge, two different answers or a truncated reply is '' instead of the first
+    capital letter found.
+    """
+    return choose_option(text, options, cushion=cushion)
+
+
+@POSTPROCESSORS.register("last-option", "last_option_postprocess")
+def last_option_postprocess(text: Any, options: Any = "ABCD") -> str:
+    """The last option-shaped letter from ``options`` in the reply; '' if none.
+
+    An explicit answer statement still wins over mere mentions; OpenCompass takes the
+    last capital letter anywhere, even inside a word ("…is Correct" → C), which we don't.
+    """
+    options = option_letters(options)
+    reply = reply_text(text)
+    if not reply:
+        return ""
+    stated, letter = _letters.resolve_statements(reply, options)
+    if stated:
+        return letter
+    if looks_truncated(reply):
+        return ""
+    toks = _letters.tokens(reply, options)
+    if not toks:
+        return ""
+    found = _letters.value(toks[-1], reply, options)
+    return "" if found is HEDGE else found
+
+
+@POSTPROCESSORS.register("first-capital", "first_capital_postprocess")
+def first_capital_postprocess(text: Any) -> str:
+    """The first capital letter that stands as an option (``(B)``, ``B.``, "option B"…).
+
+    OpenCompass returns the first upper-case character anywhere, so "Clearly, B" → C;
+    here a capital inside a word, an article ("A lot") or the pronoun "I" never counts,
+    and an explicit answer statement (with self-correction) wins over earlier mentions.
+    """
+    reply = reply_text(text)
+    if not reply:
+        return ""
+    stated, letter = _letters.resolve_statements(reply, ALL_LETTERS)
+    if stated:
+        return letter
+    if looks_truncated(reply):
+        return ""
+    toks = _letters.tokens(reply, ALL_LETTERS)
+    if not toks:
+        return ""
+    found = _letters.value(toks[0], reply, ALL_LETTERS)
+    return "" if found is HEDGE else found

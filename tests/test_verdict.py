@@ -1,0 +1,223 @@
+"""The one anchored verdict parser, JSON mode, constraint extras and verdict probabilities."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from harness.judge.verdict import (
+    CONSTRAINT_MODES,
+    FORMAT_REMINDER,
+    constraint_params,
+    parse_verdict,
+    verdict_from_json,
+    verdict_probability,
+)
+
+PARAGRAPH = (
+    "The candidate's answer is 42, which matches the standard answer of 42.\n"
+    "Therefore the prediction is correct.\n\nA"
+)
+
+# (reply, expected verdict); the ids name what each row pins down.
+CASES = [
+    pytest.param("A", "A", id="bare-A"),
+    pytest.param("B", "B", id="bare-B"),
+    pytest.param("a", "A", id="lowercase-a"),
+    pytest.param("b", "B", id="lowercase-b"),
+    pytest.param("  A\n", "A", id="whitespace"),
+    pytest.param("A.", "A", id="oc-disagreement-A-period"),
+    pytest.param("B!", "B", id="exclamation"),
+    pytest.param("A,", "A", id="comma"),
+    pytest.param("B;", "B", id="semicolon"),
+    pytest.param("A:", "A", id="colon"),
+    pytest.param("**A**", "A", id="bold"),
+    pytest.param("__B__", "B", id="underscore-bold"),
+    pytest.param("*A*", "A", id="italic"),
+    pytest.param("`B`", "B", id="code"),
+    pytest.param("```\nA\n```", "A", id="code-fence"),
+    pytest.param('"A"', "A", id="double-quotes"),
+    pytest.param("'B'", "B", id="single-quotes"),
+    pytest.param("\u201cA\u201d", "A", id="curly-quotes"),
+    pytest.param('"**A.**"', "A", id="layers-quote-bold-period"),
+    pytest.param('**"B"**.', "B", id="layers-bold-quote-period"),
+    pytest.param("CORRECT", "A", id="oc-disagreement-CORRECT"),
+    pytest.param("INCORRECT", "B", id="INCORRECT"),
+    pytest.param("correct.", "A", id="lowercase-correct"),
+    pytest.param("Incorrect", "B", id="titlecase-incorrect"),
+    pytest.param("**CORRECT**", "A", id="bold-CORRECT"),
+    pytest.param("A: CORRECT", "A", id="pair-colon"),
+    pytest.param("B: INCORRECT", "B", id="pair-colon-B"),
+    pytest.param("A) CORRECT", "A", id="pair-paren"),
+    pytest.param("B. INCORRECT.", "B", id="pair-period"),
+    pytest.param("A - correct", "A", id="pair-dash"),
+    pytest.param("B INCORRECT", "B", id="pair-space"),
+    pytest.param("**A: CORRECT**", "A", id="pair-bold"),
+    pytest.param("A: INCORRECT", None, id="pair-inconsistent-A"),
+    pytest.param("B: CORRECT", None, id="pair-inconsistent-B"),
+    pytest.param("\uff21", "A", id="fullwidth-A"),
+    pytest.param("\ufeffB\u200b", "B", id="bom-and-zero-width"),
+    pytest.param("\uff22\uff0e", "B", id="fullwidth-B-period"),
+    pytest.param("<think>Is 41 = 42? No, so B.</think>\nA", "A", id="think-block"),
+    pytest.param("<THINK>hmm</THINK> **B**", "B", id="think-block-uppercase"),
+    pytest.param("The template opened the block, I reason A.</think>B", "B", id="lone-close-think"),
+    pytest.param("<think>Is it A? Maybe B", None, id="unterminated-think"),
+    pytest.param("<think>done</think>", None, id="only-think"),
+    pytest.param("Answer: B", None, id="oc-disagreement-Answer-B"),
+    pytest.param("Based on analysis, the answer is A", None, id="oc-disagreement-based-on"),
+    pytest.param("The answer is A.", None, id="sentence"),
+    pytest.param(PARAGRAPH, None, id="oc-disagreement-paragraph"),
+    pytest.param("", None, id="empty"),
+    pytest.param("   \n", None, id="blank"),
+    pytest.param(None, None, id="none"),
+    pytest.param("A or B", None, id="both-options"),
+    pytest.param("AB", None, id="AB"),
+    pytest.param("NOT CORRECT", None, id="not-correct"),
+    pytest.param("Correct answer: A", None, id="correct-answer-A"),
+    pytest.param("A: CORRECT\nB: INCORRECT", None, id="echoed-both-lines"),
+    pytest.param("A?", None, id="question-mark"),
+    pytest.param("C", None, id="other-letter"),
+    pytest.param("ACORRECT", None, id="pair-without-separator"),
+]
+
+
+@pytest.mark.parametrize(("reply", "expected"), CASES)
+def test_parse_verdict(reply, expected):
+    assert parse_verdict(reply) == expected
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        pytest.param('{"verdict": "A"}', "A", id="A"),
+        pytest.param('{"verdict": "B"}', "B", id="B"),
+        pytest.param(' {"verdict":"CORRECT"}\n', "A", id="value-goes-through-parser"),
+        pytest.param('{"verdict": "Answer: B"}', None, id="value-unparsed"),
+        pytest.param('{"verdict": 1}', None, id="non-string-value"),
+        pytest.param('{"verdict": "A", "why": "same"}', None, id="extra-key"),
+        pytest.param('{"answer": "A"}', None, id="wrong-key"),
+        pytest.param('["A"]', None, id="array"),
+        pytest.param("A", None, id="not-json"),
+        pytest.param('{"verdict": "A"', None, id="truncated"),
+        pytest.param("", None, id="empty"),
+        pytest.param(None, None, id="none"),
+    ],
+)
+def test_verdict_from_json(reply, expected):
+    assert verdict_from_json(reply) == expected
+
+
+def test_format_reminder_asks_for_one_letter():
+    assert '"A"' in FORMAT_REMINDER and '"B"' in FORMAT_REMINDER
+
+
+def test_constraint_none_is_empty():
+    assert constraint_params(None) == {}
+
+
+def test_constraint_grammar():
+    assert constraint_params("grammar") == {"grammar": 'root ::= "A" | "B"'}
+
+
+def test_constraint_guided_choice():
+    assert constraint_params("guided_choice") == {"guided_choice": ["A", "B"]}
+
+
+def test_constraint_json_schema():
+    assert constraint_params("json_schema") == {
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {
+                "name": "verdict",
+                "strict": True,
+                "schema": {
+                    "type": "object",
+                    "properties": {"verdict": {"type": "string", "enum": ["A", "B"]}},
+                    "required": ["verdict"],
+                    "additionalProperties": False,
+                },
+            },
+        }
+    }
+
+
+def test_json_schema_replies_parse():
+    enum = constraint_params("json_schema")["response_format"]["json_schema"]["schema"][
+        "properties"]["verdict"]["enum"]
+    assert [verdict_from_json(json.dumps({"verdict": v})) for v in enum] == ["A", "B"]
+
+
+def test_constraint_modes_lists_every_mode():
+    assert set(CONSTRAINT_MODES) == {"grammar", "guided_choice", "json_schema"}
+
+
+def test_constraint_params_returns_a_fresh_copy():
+    constraint_params("guided_choice")["guided_choice"].append("C")
+    assert constraint_params("guided_choice") == {"guided_choice": ["A", "B"]}
+
+
+def test_unknown_constraint_mode_lists_valid_ones():
+    with pytest.raises(ValueError, match="grammar.*guided_choice.*json_schema"):
+        constraint_params("regex")
+
+
+def _lp(p: float) -> float:
+    return math.log(p)
+
+
+def test_probability_normalised_over_both_verdicts():
+    logprobs = (("A", _lp(0.6), (("A", _lp(0.6)), ("B", _lp(0.2)), ("C", _lp(0.1)))),)
+    assert verdict_probability(logprobs, "A") == pytest.approx(0.75)
+
+
+def test_probability_of_b():
+    logprobs = (("B", _lp(0.7), (("B", _lp(0.7)), ("A", _lp(0.3)))),)
+    assert verdict_probability(logprobs, "B") == pytest.approx(0.7)
+
+
+def test_probability_sums_spellings_of_one_verdict():
+    alts = (("A", _lp(0.4)), (" a", _lp(0.2)), ("CORRECT", _lp(0.1)), ("B", _lp(0.1)),
+            ("incorrect", _lp(0.1)))
+    logprobs = (("A", _lp(0.4), alts), ("<eos>", 0.0, ()))
+    assert verdict_probability(logprobs, "A") == pytest.approx(0.7 / 0.9)
+
+
+def test_probability_correct_token():
+    logprobs = (("CORRECT", _lp(0.5), (("CORRECT", _lp(0.5)), ("INCORRECT", _lp(0.5)))),)
+    assert verdict_probability(logprobs, "A") == pytest.approx(0.5)
+
+
+def test_probability_without_rival_is_token_probability():
+    logprobs = (("A", _lp(0.9), (("A", _lp(0.9)), ("The", _lp(0.05)))),)
+    assert verdict_probability(logprobs, "A") == pytest.approx(0.9)
+
+
+def test_probability_without_alternatives_is_token_probability():
+    assert verdict_probability((("B", _lp(0.8), ()),), "B") == pytest.approx(0.8)
+
+
+def test_probability_counts_chosen_token_missing_from_alternatives():
+    logprobs = (("A", _lp(0.5), (("B", _lp(0.5)),)),)
+    assert verdict_probability(logprobs, "A") == pytest.approx(0.5)
+
+
+def test_probability_survives_tiny_logprobs():
+    logprobs = (("A", -800.0, (("A", -800.0), ("B", -801.0))),)
+    assert verdict_probability(logprobs, "A") == pytest.approx(1 / (1 + math.exp(-1)))
+
+
+@pytest.mark.parametrize("logprobs", [None, ()], ids=["none", "empty"])
+def test_probability_missing_logprobs(logprobs):
+    assert verdict_probability(logprobs, "A") is None
+
+
+def test_probability_first_token_is_other_verdict():
+    logprobs = (("B", _lp(0.9), (("B", _lp(0.9)), ("A", _lp(0.1)))),)
+    assert verdict_probability(logprobs, "A") is None
+
+
+def test_probability_first_token_not_a_verdict():
+    logprobs = (("The", _lp(0.9), ()), (" answer", 0.0, ()), (" A", 0.0, ()))
+    assert verdict_probability(logprobs, "A") is None
