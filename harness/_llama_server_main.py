@@ -75,6 +75,9 @@ def _start_server(args: argparse.Namespace) -> Any:
     params.verbosity = args.verbosity
     if args.alias:
         params.model_alias = {args.alias}
+    # The GGUF ships no chat template, and llama.cpp's fallback (ChatML) uses tokens
+    # Gemma never saw, so the model just echoes them. Gemma's own turn format fixes it.
+    params.chat_template = "gemma"
     return xllamacpp.Server(params)
 
 

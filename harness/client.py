@@ -41,8 +41,13 @@ class ModelClient:
         import httpx2  # the SDK's HTTP layer; imported lazily to keep start-up fast
         import openai
 
+        import anyio
+
         self.spec = spec
         self.stats = CallStats()
+        # Held per attempt (not across retry sleeps): an endpoint with few slots, such as
+        # the embedded model, gets no more requests than it can serve at once.
+        self._slots = anyio.CapacityLimiter(concurrency)
         self.policy = policy or RetryPolicy(max_attempts=spec.max_attempts)
         limits = httpx2.Limits(max_connections=concurrency,
                                max_keepalive_connections=concurrency)
@@ -66,10 +71,11 @@ class ModelClient:
         async def attempt() -> Any:
             # The hard bound sits a little above the HTTP timeout so the SDK's own
             # timeout error (clearer) normally fires first.
-            with anyio.fail_after(self.spec.timeout + 5):
-                return await self._client.chat.completions.create(
-                    model=self.spec.model, messages=list(messages), **known,
-                    extra_body=extra or None)
+            async with self._slots:
+                with anyio.fail_after(self.spec.timeout + 5):
+                    return await self._client.chat.completions.create(
+                        model=self.spec.model, messages=list(messages), **known,
+                        extra_body=extra or None)
 
         async def checked() -> Any:
             response = await attempt()
