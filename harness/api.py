@@ -41,8 +41,13 @@ class RunReport:
 
     @property
     def failed(self) -> int:
-        """Samples not scored because their model call failed (retried on the next run)."""
-        return sum(s["counts"].get("model_error", 0) for s in self.summaries)
+        """Samples whose model or judge call failed for good (retried on the next run)."""
+        total = 0
+        for s in self.summaries:
+            total += s["counts"].get("model_error", 0) + s["counts"].get("judge_error", 0)
+            if s.get("judge_mode") in ("cascade", "parallel"):
+                total += s["cascade_stats"]["judge_error"]
+        return total
 
     def table(self) -> str:
         """The summary table (datasets × models)."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .records import ModelSpec
-from .retry import BadResponse, CallStats, RetryPolicy
+from .retry import BadResponse, CallStats, RetryPolicy, classify
 
 #: Generation parameters passed through to the chat completions API as they are.
 _SDK_PARAMS = frozenset({
@@ -37,7 +37,7 @@ class ModelClient:
     """One endpoint's client; share it between all concurrent calls to that endpoint."""
 
     def __init__(self, spec: ModelSpec, *, concurrency: int = 64,
-                 policy: RetryPolicy | None = None) -> None:
+                 policy: RetryPolicy | None = None, limiter: Any = None) -> None:
         import httpx2  # the SDK's HTTP layer; imported lazily to keep start-up fast
         import openai
 
@@ -48,6 +48,9 @@ class ModelClient:
         # Held per attempt (not across retry sleeps): an endpoint with few slots, such as
         # the embedded model, gets no more requests than it can serve at once.
         self._slots = anyio.CapacityLimiter(concurrency)
+        # An optional ``harness.judge.ratelimit.RateLimiter``: every attempt takes a
+        # paced slot, and a 429 pauses the pacing for everyone, not just the caller.
+        self.limiter = limiter
         self.policy = policy or RetryPolicy(max_attempts=spec.max_attempts)
         limits = httpx2.Limits(max_connections=concurrency,
                                max_keepalive_connections=concurrency)
@@ -68,14 +71,32 @@ class ModelClient:
         known = {k: v for k, v in gen_params.items() if k in _SDK_PARAMS}
         extra = {k: v for k, v in gen_params.items() if k not in _SDK_PARAMS}
 
+        estimate = sum(len(m.get("content") or "") for m in messages) // 4 \
+            + int(gen_params.get("max_tokens") or 0)
+
         async def attempt() -> Any:
-            # The hard bound sits a little above the HTTP timeout so the SDK's own
-            # timeout error (clearer) normally fires first.
             async with self._slots:
-                with anyio.fail_after(self.spec.timeout + 5):
-                    return await self._client.chat.completions.create(
-                        model=self.spec.model, messages=list(messages), **known,
-                        extra_body=extra or None)
+                if self.limiter is not None:
+                    await self.limiter.acquire(estimate)
+                try:
+                    # The hard bound sits a little above the HTTP timeout so the SDK's
+                    # own timeout error (clearer) normally fires first.
+                    with anyio.fail_after(self.spec.timeout + 5):
+                        response = await self._client.chat.completions.create(
+                            model=self.spec.model, messages=list(messages), **known,
+                            extra_body=extra or None)
+                except Exception as exc:
+                    info = classify(exc)
+                    if self.limiter is not None and info.kind == "rate_limit":
+                        self.limiter.pause(info.retry_after if info.retry_after is not None
+                                           else self.policy.initial * 2)
+                    raise
+                if self.limiter is not None:
+                    usage = getattr(response, "usage", None)
+                    actual = int(getattr(usage, "total_tokens", 0) or 0)
+                    if actual:
+                        self.limiter.settle(estimate, actual)
+                return response
 
         async def checked() -> Any:
             response = await attempt()

@@ -28,13 +28,17 @@ from .keys import prediction_key
 from .progress import Progress
 from .records import Completion, ModelSpec, Sample, SampleResult
 from .results import Accumulator
-from .scoring import Scorer
+from .scoring import JudgeTask, Scorer
 from .store import Store
 
 Mode = Literal["all", "infer", "eval"]
 
 #: Samples looked up in the store per query.
 LOOKUP_BATCH = 256
+
+#: Samples waiting for the judge. Large enough that a rate-limited judge does not hold
+#: inference back, bounded so memory stays constant whatever the dataset size.
+JUDGE_BUFFER = 4096
 
 
 @dataclass(frozen=True)
@@ -61,9 +65,36 @@ class Pipeline:
         self.progress = progress or Progress()
         self.clients: dict[str, ModelClient] = {}
         self.scorer = Scorer(self.datasets, options.mode, options.rule_workers, self.progress)
+        self.judges: dict[str, Any] = {}  # dataset abbr → JudgeRunner
+        self.endpoints: dict[str, Any] = {}
+        if self.scorer.judges:
+            self._build_judges()
         self.accumulators = {
-            (m, d): Accumulator(m, d, options.mode, self._details_path(m, d))
+            (m, d): Accumulator(m, d, options.mode, self._details_path(m, d),
+                                judge_mode=self._judge_mode(d))
             for m in self.models for d in self.datasets}
+
+    def _build_judges(self) -> None:
+        """Resolve every judge config now, so a missing judge fails before any request."""
+        from .judge.runner import JudgeEndpoint, JudgeRunner
+        from .judge.spec import judge_spec
+        from .keys import content_key
+
+        for i, (abbr, (_, judge, _)) in enumerate(self.scorer.plans.items()):
+            if judge is None:
+                continue
+            spec = judge_spec(judge.judge_cfg, f"datasets[{i}].eval_cfg.evaluator.judge_cfg")
+            ident = content_key("endpoint", id=spec.model.identity(), rpm=spec.rpm,
+                                tpm=spec.tpm, concurrency=spec.concurrency)
+            if ident not in self.endpoints:
+                self.endpoints[ident] = JudgeEndpoint(spec)
+            self.judges[abbr] = JudgeRunner(judge, self.endpoints[ident], self.store)
+
+    def _judge_mode(self, dataset: str) -> str | None:
+        has_rule, judge, judge_all = self.scorer.plans[dataset]
+        if judge is None or self.options.mode == "infer":
+            return None
+        return "judge" if not has_rule else ("parallel" if judge_all else "cascade")
 
     def _details_path(self, model: str, dataset: str) -> Path | None:
         if not self.options.dump_details:
@@ -85,7 +116,8 @@ class Pipeline:
             with anyio.CancelScope(shield=True):
                 for client in self.clients.values():
                     await client.aclose()
-                await self.scorer.aclose()
+                for endpoint in self.endpoints.values():
+                    await endpoint.aclose()
             for acc in self.accumulators.values():
                 acc.close()
 
@@ -95,17 +127,24 @@ class Pipeline:
         score_send, score_recv = create[Completion](16)
         store_send, store_recv = create[Completion](1024)
         result_send, result_recv = create[SampleResult](16)
+        judge_send, judge_recv = create[JudgeTask](JUDGE_BUFFER)
         await self.scorer.start()
+        judge_workers = max((e.spec.concurrency for e in self.endpoints.values()), default=0)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._produce, model_send, score_send.clone(), result_send.clone())
             for _ in range(self.options.concurrency if self.clients else 0):
                 tg.start_soon(self._call_model, model_recv.clone(), score_send.clone(),
                               store_send.clone())
             for _ in range(self.scorer.parallelism):
-                tg.start_soon(self._score, score_recv.clone(), result_send.clone())
+                tg.start_soon(self._score, score_recv.clone(), result_send.clone(),
+                              judge_send.clone())
+            for _ in range(judge_workers):
+                tg.start_soon(self._judge, judge_recv.clone(), result_send.clone(),
+                              store_send.clone())
             tg.start_soon(self._write_store, store_recv)
             tg.start_soon(self._collect, result_recv, out)
-            for stream in (model_recv, score_send, score_recv, store_send, result_send):
+            for stream in (model_recv, score_send, score_recv, store_send, result_send,
+                           judge_send, judge_recv):
                 stream.close()
 
     async def _produce(self, model_send: ObjectSendStream[Sample],
@@ -204,10 +243,32 @@ class Pipeline:
                 await score_send.send(completion)
 
     async def _score(self, receive: ObjectReceiveStream[Completion],
-                     result_send: ObjectSendStream[SampleResult]) -> None:
-        async with receive, result_send:
+                     result_send: ObjectSendStream[SampleResult],
+                     judge_send: ObjectSendStream[JudgeTask]) -> None:
+        async with receive, result_send, judge_send:
             async for completion in receive:
-                await result_send.send(await self.scorer.score(completion))
+                outcome = await self.scorer.score(completion)
+                if isinstance(outcome, JudgeTask):
+                    await judge_send.send(outcome)
+                else:
+                    await result_send.send(outcome)
+
+    async def _judge(self, receive: ObjectReceiveStream[JudgeTask],
+                     result_send: ObjectSendStream[SampleResult],
+                     store_send: ObjectSendStream[Any]) -> None:
+        stage = self.progress.judge
+        async with receive, result_send, store_send:
+            async for task in receive:
+                stage.in_flight += 1
+                try:
+                    result, fresh = await self.judges[task.result.dataset].judge(task)
+                finally:
+                    stage.in_flight -= 1
+                stage.done += 1
+                stage.failed += result.judge_status == "error"
+                if fresh is not None:
+                    await store_send.send(fresh)
+                await result_send.send(result)
 
     async def _write_store(self, receive: ObjectReceiveStream[Completion]) -> None:
         async with receive:
@@ -239,6 +300,9 @@ class Pipeline:
             summary = acc.summary()
             summary["evaluator"] = type(self.datasets[acc.dataset].evaluator).__name__ \
                 if self.datasets[acc.dataset].evaluator else None
+            runner = self.judges.get(acc.dataset)
+            if runner is not None:
+                summary["judge_stats"] = runner.endpoint.stats()
             out.append(summary)
         return out
 

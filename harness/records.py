@@ -23,7 +23,14 @@ CompletionStatus = Literal["ok", "error"]
 #: ``model_error``    the model call failed for good: not scored, retried on the next run;
 #: ``eval_error``     the evaluator raised on this sample: not scored;
 #: ``missing``        ``--mode eval`` and no stored prediction: not scored.
-SampleStatus = Literal["ok", "extract_failed", "timeout", "model_error", "eval_error", "missing"]
+#: ``judge_unparsed`` a judge-only evaluation whose verdict could not be read: not scored;
+#: ``judge_error``    a judge-only evaluation whose judge call failed: not scored, retried.
+SampleStatus = Literal["ok", "extract_failed", "timeout", "model_error", "eval_error",
+                       "missing", "judge_unparsed", "judge_error"]
+
+#: Outcome of judging one sample: a readable verdict, an unreadable one after the
+#: re-asks, or a call that failed for good (retried on the next run).
+JudgeStatus = Literal["ok", "unparsed", "error"]
 
 #: Statuses that count in the accuracy denominator.
 SCORED_STATUSES: frozenset[str] = frozenset({"ok", "extract_failed", "timeout"})
@@ -91,6 +98,27 @@ class Completion:
 
 
 @dataclass(frozen=True, slots=True)
+class VerdictRecord:
+    """One judge verdict as stored: keyed by everything that can change it."""
+
+    key: str
+    judge: str
+    model: str
+    dataset: str
+    index: int
+    replica: int
+    status: JudgeStatus
+    verdict: str | None
+    reply: str | None
+    probability: float | None = None
+    error: str | None = None
+    requests: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class SampleResult:
     """Everything known about one scored (or failed) sample; one details row."""
 
@@ -107,6 +135,10 @@ class SampleResult:
     error: str | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
     cached: bool = False
+    rule_correct: bool | None = None
+    judge_status: JudgeStatus | None = None
+    judge_correct: bool | None = None
+    judge_cached: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The details-JSONL row for this sample."""

@@ -24,11 +24,18 @@ class Accumulator:
     dataset: str
     mode: str
     details_path: Path | None = None
+    judge_mode: str | None = None  # None, 'judge', 'cascade' or 'parallel'
     total: int = 0
     correct: int = 0
     scored: int = 0
     cached: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
+    rule_correct: int = 0
+    llm_evaluated: int = 0
+    llm_correct: int = 0
+    unparsed: int = 0
+    judge_errors: int = 0
+    judge_cached: int = 0
     _fh: TextIO | None = None
     _offsets: list[tuple[int, int, int, int]] = field(default_factory=list)
 
@@ -46,6 +53,13 @@ class Accumulator:
         if result.status in SCORED_STATUSES:
             self.scored += 1
             self.correct += bool(result.correct)
+            self.rule_correct += bool(result.rule_correct)
+        if result.judge_status is not None:
+            self.llm_evaluated += 1
+            self.llm_correct += bool(result.judge_correct)
+            self.unparsed += result.judge_status == "unparsed"
+            self.judge_errors += result.judge_status == "error"
+            self.judge_cached += result.judge_cached
         if self._fh is not None:
             line = json.dumps(result.to_json(), ensure_ascii=False, default=str) + "\n"
             offset = self._fh.tell()
@@ -80,9 +94,31 @@ class Accumulator:
             out["accuracy_ci95"] = wilson_interval(self.correct, self.scored)
             out["extract_rate"] = (100.0 * (self.scored - failed_extract) / self.scored
                                    if self.scored else None)
+        if self.judge_mode is not None:
+            out["judge_mode"] = self.judge_mode
+            out["cascade_stats"] = self.cascade_stats()
         if self.details_path is not None:
             out["details"] = str(self.details_path)
         return out
+
+    def cascade_stats(self) -> dict[str, Any]:
+        """The seed's ``cascade_stats``, plus ``unparsed`` and ``judge_error`` counts.
+
+        ``llm_evaluated`` counts samples the judge was asked about (cached verdicts
+        included); ``llm_accuracy`` is over the readable verdicts among them.
+        """
+        pct = lambda a, b: 100.0 * a / b if b else 0.0  # noqa: E731
+        readable = self.llm_evaluated - self.unparsed - self.judge_errors
+        return {
+            "total_samples": self.scored, "rule_correct": self.rule_correct,
+            "rule_accuracy": pct(self.rule_correct, self.scored),
+            "llm_evaluated": self.llm_evaluated, "llm_correct": self.llm_correct,
+            "llm_accuracy": pct(self.llm_correct, readable),
+            "final_correct": self.correct, "final_accuracy": pct(self.correct, self.scored),
+            "parallel_mode": self.judge_mode == "parallel",
+            "unparsed": self.unparsed, "judge_error": self.judge_errors,
+            "judge_cached": self.judge_cached,
+        }
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> list[float] | None:
@@ -125,4 +161,13 @@ def _cell(s: dict[str, Any]) -> str:
         text = f"{s['total']} predicted" if s["mode"] == "infer" else "n/a"
     else:
         text = f"{s['accuracy']:.2f} ({s['correct']}/{s['scored']}, extract {s['extract_rate']:.0f}%)"
+    cascade = s.get("cascade_stats")
+    if cascade and s.get("judge_mode") in ("cascade", "parallel"):
+        # The seed asks for both layers, so results compare with pure-rule runs.
+        gain = cascade["final_accuracy"] - cascade["rule_accuracy"]
+        text += f" = rule {cascade['rule_accuracy']:.2f} + judge {gain:.2f}"
+    if cascade and cascade["unparsed"]:
+        text += f" [{cascade['unparsed']} unparsed]"
+    if cascade and cascade["judge_error"]:
+        text += f" [{cascade['judge_error']} judge errors]"
     return text + (f" [{failed} unscored]" if failed and s["mode"] != "infer" else "")

@@ -3,27 +3,41 @@
 Cheap evaluators run inline (microseconds); evaluators marked ``needs_worker``
 (math-verify) run in worker processes under a time limit. Every outcome, failures
 included, becomes a ``SampleResult`` with a status: nothing is dropped and nothing
-fails silently.
+fails silently. Samples the judge must see leave as a ``JudgeTask`` instead.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from .config import DatasetSpec
+from .judge.evaluators import judge_plan
 from .progress import Progress
 from .records import Completion, SampleResult, SampleStatus
 from .workers import WorkerPool, WorkerTimeout
 
 
+@dataclass(frozen=True, slots=True)
+class JudgeTask:
+    """A sample on its way to the judge, with the rule layer's result (if any)."""
+
+    result: SampleResult
+    row: Mapping[str, Any]
+    prediction: Any
+    reference: Any
+    has_rule: bool
+
+
 class Scorer:
-    """Turns completions into results for the datasets of one run."""
+    """Turns completions into results (or judge tasks) for the datasets of one run."""
 
     def __init__(self, datasets: Mapping[str, DatasetSpec], mode: str,
                  workers: int | None, progress: Progress) -> None:
         self.datasets = datasets
         self.mode = mode
         self.progress = progress
+        self.plans = {name: judge_plan(d.evaluator) for name, d in datasets.items()}
         heavy = mode != "infer" and any(d.evaluator is not None and d.evaluator.needs_worker
                                         for d in datasets.values())
         self.pool = WorkerPool(workers) if heavy else None
@@ -31,18 +45,17 @@ class Scorer:
         # scoring is synchronous, so one task is all it can use.
         self.parallelism = 2 * self.pool.size if self.pool else 1
 
+    @property
+    def judges(self) -> bool:
+        """Whether any dataset of the run needs the judge stage."""
+        return self.mode != "infer" and any(j is not None for _, j, _ in self.plans.values())
+
     async def start(self) -> None:
         """Start worker processes (and their imports) before the first sample."""
         if self.pool is not None:
-            modules = {type(d.evaluator).__module__ for d in self.datasets.values()
-                       if d.evaluator is not None and d.evaluator.needs_worker}
-            for module in modules:
-                await self.pool.warm(module)
+            await self.pool.warm("harness.evaluators")
 
-    async def aclose(self) -> None:
-        """Nothing to release today; worker processes are anyio's and end with the loop."""
-
-    async def score(self, completion: Completion) -> SampleResult:
+    async def score(self, completion: Completion) -> SampleResult | JudgeTask:
         """Score one completion; never raises for a per-sample problem."""
         sample = completion.sample
         dataset = self.datasets[sample.dataset]
@@ -50,10 +63,13 @@ class Scorer:
         def result(status: SampleStatus, extracted: Any = None, reference: Any = None,
                    correct: bool | None = None, error: str | None = None,
                    details: Mapping[str, Any] | None = None) -> SampleResult:
+            details = dict(details or {})
+            if completion.finish_reason not in (None, "stop"):
+                details["finish_reason"] = completion.finish_reason  # e.g. truncated
             return SampleResult(sample.dataset, sample.model, sample.index, sample.replica,
                                 status, sample.messages, completion.text, extracted,
                                 sample.reference if reference is None else reference,
-                                correct, error, dict(details or {}), completion.cached)
+                                correct, error, details, completion.cached)
 
         if completion.status != "ok":
             return result("model_error", error=completion.error)
@@ -70,9 +86,8 @@ class Scorer:
             stage.in_flight -= 1
             stage.done += 1
 
-    async def _evaluate(self, completion: Completion, dataset: DatasetSpec, result) -> SampleResult:
-        from .postprocessors import is_extraction_failure
-
+    async def _evaluate(self, completion: Completion, dataset: DatasetSpec,
+                        result: Any) -> SampleResult | JudgeTask:
         sample = completion.sample
         reference = sample.reference
         if dataset.dataset_postprocessor is not None:
@@ -80,23 +95,56 @@ class Scorer:
         extracted: Any = completion.text
         if dataset.pred_postprocessor is not None:
             extracted = dataset.pred_postprocessor(completion.text)
-        if is_extraction_failure(extracted):
-            return result("extract_failed", extracted, reference, False,
-                          details={"finish_reason": completion.finish_reason})
+        has_rule, judge, judge_all = self.plans[sample.dataset]
+        if not has_rule:
+            base = result("ok", extracted, reference)
+            return self._judge_task(base, sample.row, extracted, reference, judge, False)
+        rule = await self._rule(dataset, extracted, reference, sample.row, result)
+        if judge is None or rule.status not in ("ok", "extract_failed", "timeout"):
+            return rule
+        rule = replace(rule, rule_correct=rule.correct, details={
+            "rule_evaluation": {"correct": rule.correct, "pred": rule.extracted,
+                                "answer": reference, **rule.details},
+            "cascade_correct": rule.correct})
+        if rule.correct and not judge_all:
+            return rule
+        return self._judge_task(rule, sample.row, extracted, reference, judge, True)
+
+    def _judge_task(self, base: SampleResult, row: Mapping[str, Any], extracted: Any,
+                    reference: Any, judge: Any, has_rule: bool) -> SampleResult | JudgeTask:
+        from .postprocessors import is_extraction_failure
+
+        prediction = extracted
+        if judge.pred_postprocessor is not None:
+            prediction = judge.pred_postprocessor(prediction)
+        if is_extraction_failure(prediction):
+            # Nothing to show the judge: a request would only buy a certain "B".
+            skipped = {"status": "skipped", "reason": "empty prediction", "llm_correct": False}
+            if has_rule:
+                return replace(base, details={**base.details, "llm_evaluation": skipped})
+            return replace(base, status="extract_failed", correct=False,
+                           details={"llm_evaluation": skipped})
+        return JudgeTask(base, row, prediction, reference, has_rule)
+
+    async def _rule(self, dataset: DatasetSpec, extracted: Any, reference: Any,
+                    row: Mapping[str, Any], result: Any) -> SampleResult:
+        from .postprocessors import is_extraction_failure
+
         evaluator = dataset.evaluator
         assert evaluator is not None
+        if evaluator.pred_postprocessor is not None:
+            extracted = evaluator.pred_postprocessor(extracted)
+        if is_extraction_failure(extracted):
+            return result("extract_failed", extracted, reference, False)
         if evaluator.needs_worker and self.pool is not None:
             try:
                 detail = await self.pool.run(evaluator.score_sample, extracted, reference,
-                                             dict(sample.row), timeout=evaluator.timeout)
+                                             dict(row), timeout=evaluator.timeout)
             except WorkerTimeout as exc:
                 return result("timeout", extracted, reference, False, str(exc))
         else:
-            detail = evaluator.score_sample(extracted, reference, sample.row)
+            detail = evaluator.score_sample(extracted, reference, row)
         pred = detail.get("pred", extracted)
         status: SampleStatus = "extract_failed" if is_extraction_failure(pred) else "ok"
         extra = {k: v for k, v in detail.items() if k not in ("pred", "answer", "correct")}
-        if completion.finish_reason and completion.finish_reason != "stop":
-            extra["finish_reason"] = completion.finish_reason
-        return result(status, pred, reference, bool(detail.get("correct")),
-                      details=extra)
+        return result(status, pred, reference, bool(detail.get("correct")), details=extra)

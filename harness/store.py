@@ -19,7 +19,7 @@ from typing import Any, Iterable, Sequence
 import aiosqlite
 
 from .errors import SchemaVersionError, StoreError, WorkDirLockedError
-from .records import Completion
+from .records import Completion, VerdictRecord
 
 SCHEMA_VERSION = 1
 DB_NAME = "harness.db"
@@ -41,6 +41,39 @@ CREATE TABLE IF NOT EXISTS predictions (
     attempts INTEGER NOT NULL DEFAULT 0,
     updated REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS verdicts (
+    key TEXT PRIMARY KEY,
+    judge TEXT NOT NULL,
+    model TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    replica INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('ok', 'unparsed', 'error')),
+    verdict TEXT,
+    reply TEXT,
+    probability REAL,
+    error TEXT,
+    requests INTEGER NOT NULL DEFAULT 0,
+    prompt_tokens INTEGER NOT NULL DEFAULT 0,
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    updated REAL NOT NULL
+);
+"""
+
+# A verdict that was paid for (ok or unparsed after its re-asks) is final; an error row
+# only records the failure and is replaced by the next attempt.
+_UPSERT_VERDICT = """
+INSERT INTO verdicts (key, judge, model, dataset, idx, replica, status, verdict, reply,
+                      probability, error, requests, prompt_tokens, completion_tokens, updated)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT(key) DO UPDATE SET
+    status = excluded.status, verdict = excluded.verdict, reply = excluded.reply,
+    probability = excluded.probability, error = excluded.error,
+    requests = verdicts.requests + excluded.requests,
+    prompt_tokens = verdicts.prompt_tokens + excluded.prompt_tokens,
+    completion_tokens = verdicts.completion_tokens + excluded.completion_tokens,
+    updated = excluded.updated
+WHERE verdicts.status = 'error'
 """
 
 # An error never overwrites a stored success: a later failed retry of a sample that
@@ -148,17 +181,39 @@ class Store:
         async with self.conn.execute(sql, tuple(keys)) as cur:
             return {row[0]: StoredPrediction(row[1:]) for row in await cur.fetchall()}
 
-    async def write_completions(self, batch: Iterable[Completion]) -> None:
-        """Commit a batch of fresh completions in one transaction."""
+    async def lookup_verdict(self, key: str) -> VerdictRecord | None:
+        """The stored final verdict (``ok`` or ``unparsed``) under ``key``, if any."""
+        sql = ("SELECT key, judge, model, dataset, idx, replica, status, verdict, reply, "
+               "probability, error, requests, prompt_tokens, completion_tokens "
+               "FROM verdicts WHERE key=? AND status != 'error'")
+        async with self.conn.execute(sql, (key,)) as cur:
+            row = await cur.fetchone()
+        return VerdictRecord(*row, cached=True) if row else None
+
+    async def write_completions(self, batch: Iterable[Completion | VerdictRecord]) -> None:
+        """Commit a batch of fresh completions and verdicts in one transaction."""
         now = time.time()
-        rows = [(c.sample.key, c.sample.model, c.sample.dataset, c.sample.index,
-                 c.sample.replica, c.status, c.text, c.finish_reason, c.error,
-                 c.prompt_tokens, c.completion_tokens, c.attempts, now) for c in batch]
-        if not rows:
+        predictions, verdicts = [], []
+        for item in batch:
+            if isinstance(item, VerdictRecord):
+                verdicts.append((item.key, item.judge, item.model, item.dataset, item.index,
+                                 item.replica, item.status, item.verdict, item.reply,
+                                 item.probability, item.error, item.requests,
+                                 item.prompt_tokens, item.completion_tokens, now))
+            else:
+                c = item
+                predictions.append((c.sample.key, c.sample.model, c.sample.dataset,
+                                    c.sample.index, c.sample.replica, c.status, c.text,
+                                    c.finish_reason, c.error, c.prompt_tokens,
+                                    c.completion_tokens, c.attempts, now))
+        if not predictions and not verdicts:
             return
         await self.conn.execute("BEGIN")
         try:
-            await self.conn.executemany(_UPSERT_PREDICTION, rows)
+            if predictions:
+                await self.conn.executemany(_UPSERT_PREDICTION, predictions)
+            if verdicts:
+                await self.conn.executemany(_UPSERT_VERDICT, verdicts)
             await self.conn.execute("COMMIT")
         except BaseException:
             await self.conn.execute("ROLLBACK")

@@ -9,6 +9,9 @@ from .base import EVALUATORS, BaseEvaluator, SampleScoreEvaluator, as_detail
 from .math_verify import MATHVerifyEvaluator
 from .rules import AccEvaluator, EMEvaluator
 
+# Registers GenericLLMEvaluator and CascadeEvaluator by name; they live with the judge.
+from ..judge import evaluators as _judge_evaluators  # noqa: E402,F401
+
 __all__ = ["EVALUATORS", "AccEvaluator", "BaseEvaluator", "EMEvaluator",
            "MATHVerifyEvaluator", "SampleScoreEvaluator", "as_detail", "build_evaluator"]
 

@@ -29,8 +29,13 @@ class BaseEvaluator:
     timeout: float = 30.0
 
     def __init__(self, **kwargs: Any) -> None:
+        from ..postprocessors import build_postprocessor
+
         if "timeout" in kwargs:
             self.timeout = float(kwargs.pop("timeout"))
+        # OpenCompass evaluators may carry their own pred_postprocessor, applied after the
+        # dataset's (a cascade's rule layer uses it; see CascadeEvaluator).
+        self.pred_postprocessor = build_postprocessor(kwargs.pop("pred_postprocessor", None))
         self.options = kwargs
 
     def score_sample(self, prediction: Any, reference: Any,

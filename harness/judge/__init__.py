@@ -1,0 +1,1 @@
+"""The LLM judge: evaluators, verdict parsing, pacing, and the judge pipeline stage."""

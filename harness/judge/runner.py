@@ -1,0 +1,158 @@
+"""The judge stage: one verdict per sample, cached, paced and retried.
+
+A verdict is keyed by the judge's identity (endpoint, model), its generation
+parameters, the rendered judge messages and the replica index; a stored verdict is
+served with zero requests, so a rerun costs nothing and a changed template, judge or
+prediction re-judges exactly the samples it affects. An unreadable reply is re-asked a
+bounded number of times with a format reminder; if it stays unreadable it is recorded as
+``unparsed`` (its own count), never as "incorrect".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..client import ModelClient
+from ..errors import ModelCallError, PermanentModelError
+from ..keys import content_key
+from ..records import SampleResult, VerdictRecord
+from ..scoring import JudgeTask
+from ..store import Store
+from .evaluators import GenericLLMEvaluator
+from .ratelimit import RateLimiter
+from .spec import JudgeSpec
+from .verdict import FORMAT_REMINDER, parse_verdict, verdict_from_json, verdict_probability
+
+
+@dataclass
+class JudgeCounters:
+    """Per-judge counts for the report."""
+
+    verdicts: int = 0
+    cache_hits: int = 0
+    reasks: int = 0
+    unparsed: int = 0
+    errors: int = 0
+
+
+class JudgeEndpoint:
+    """A judge endpoint shared by every dataset that uses it: one client, one pacer."""
+
+    def __init__(self, spec: JudgeSpec) -> None:
+        self.spec = spec
+        self.limiter = RateLimiter(spec.rpm, spec.tpm)
+        self.client = ModelClient(spec.model, concurrency=spec.concurrency,
+                                  limiter=self.limiter)
+        self.counters = JudgeCounters()
+        self.name = f"{spec.model.model}@{spec.model.identity()['endpoint']}"
+
+    async def aclose(self) -> None:
+        """Close the HTTP session."""
+        await self.client.aclose()
+
+    def stats(self) -> dict[str, Any]:
+        """Requests, retries, 429s, tokens, cache hits and verdict counts."""
+        calls = self.client.stats
+        return {"judge": self.name, "requests": calls.requests, "retries": calls.retries,
+                "rate_limited": calls.rate_limited, "failures": calls.failures,
+                "prompt_tokens": calls.prompt_tokens,
+                "completion_tokens": calls.completion_tokens, **vars(self.counters),
+                "rpm": self.spec.rpm, "tpm": self.spec.tpm}
+
+
+class JudgeRunner:
+    """Judges the samples of one dataset with one ``GenericLLMEvaluator``."""
+
+    def __init__(self, evaluator: GenericLLMEvaluator, endpoint: JudgeEndpoint,
+                 store: Store) -> None:
+        self.evaluator = evaluator
+        self.endpoint = endpoint
+        self.store = store
+        self.gen_params = endpoint.spec.gen_params()
+
+    async def judge(self, task: JudgeTask) -> tuple[SampleResult, VerdictRecord | None]:
+        """The combined result, and the fresh verdict to store (``None`` if cached)."""
+        base = task.result
+        messages = self.evaluator.render(task.row, task.prediction, task.reference)
+        key = content_key("verdict", judge=self.endpoint.spec.model.identity(),
+                          gen=self.gen_params, messages=list(messages), replica=base.replica)
+        counters = self.endpoint.counters
+        verdict = await self.store.lookup_verdict(key)
+        fresh = None
+        if verdict is not None:
+            counters.cache_hits += 1
+        else:
+            verdict = fresh = await self._ask(messages, key, base)
+        counters.verdicts += verdict.status != "error"
+        counters.unparsed += verdict.status == "unparsed"
+        counters.errors += verdict.status == "error"
+        return combine(task, verdict, messages), fresh
+
+    async def _ask(self, messages: tuple[dict[str, str], ...], key: str,
+                   base: SampleResult) -> VerdictRecord:
+        spec = self.endpoint.spec
+        client = self.endpoint.client
+        parse = verdict_from_json if spec.constrain == "json_schema" else parse_verdict
+        conversation = list(messages)
+        requests = prompt_tokens = completion_tokens = 0
+
+        def record(status: str, **fields: Any) -> VerdictRecord:
+            return VerdictRecord(key, self.endpoint.name, base.model, base.dataset, base.index,
+                                 base.replica, status, requests=requests,  # type: ignore[arg-type]
+                                 prompt_tokens=prompt_tokens,
+                                 completion_tokens=completion_tokens, **fields)
+
+        try:
+            for ask in range(1 + spec.max_reasks):
+                if ask:
+                    self.endpoint.counters.reasks += 1
+                reply = await client.complete(conversation, self.gen_params)
+                requests += reply.attempts
+                prompt_tokens += reply.prompt_tokens
+                completion_tokens += reply.completion_tokens
+                verdict = parse(reply.text)
+                if verdict is not None:
+                    probability = verdict_probability(reply.logprobs, verdict) \
+                        if reply.logprobs else None
+                    return record("ok", verdict=verdict, reply=reply.text,
+                                  probability=probability)
+                conversation = [*messages, {"role": "assistant", "content": reply.text},
+                                {"role": "user", "content": FORMAT_REMINDER}]
+        except PermanentModelError as exc:
+            raise PermanentModelError("judge " + client.redact(str(exc)), kind=exc.kind,
+                                      status=exc.status, attempts=exc.attempts) from None
+        except ModelCallError as exc:
+            requests += exc.attempts
+            return record("error", verdict=None, reply=None,
+                          error="judge " + client.redact(str(exc)))
+        return record("unparsed", verdict=None, reply=reply.text)
+
+
+def combine(task: JudgeTask, verdict: VerdictRecord,
+            messages: tuple[dict[str, str], ...]) -> SampleResult:
+    """Merge a verdict into the sample's result, by the seed's decision rules.
+
+    With a rule layer: correct = rule correct or judge says A; an unparsed verdict or a
+    judge error keeps the rule verdict. Judge only: the verdict decides; unparsed and
+    errors are their own statuses and are not scored.
+    """
+    judge_correct = verdict.verdict == "A" if verdict.status == "ok" else None
+    evaluation = {"prediction": verdict.reply, "verdict": verdict.verdict,
+                  "llm_correct": bool(judge_correct), "status": verdict.status,
+                  "cached": verdict.cached, "requests": verdict.requests,
+                  "origin_prompt": list(messages)}
+    if verdict.probability is not None:
+        evaluation["probability"] = verdict.probability
+    if verdict.error:
+        evaluation["error"] = verdict.error
+    base = task.result
+    common = dict(judge_status=verdict.status, judge_correct=judge_correct,
+                  judge_cached=verdict.cached)
+    if task.has_rule:
+        final = bool(base.rule_correct) or judge_correct is True
+        details = {**base.details, "llm_evaluation": evaluation, "cascade_correct": final}
+        return replace(base, correct=final, details=details, **common)
+    status = {"ok": "ok", "unparsed": "judge_unparsed", "error": "judge_error"}[verdict.status]
+    return replace(base, status=status, correct=judge_correct,
+                   error=verdict.error, details={"llm_evaluation": evaluation}, **common)

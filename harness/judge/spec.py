@@ -1,0 +1,85 @@
+"""A judge's endpoint and settings, from ``judge_cfg``.
+
+``judge_cfg`` is a model config (OpenCompass keys work) plus judge settings:
+
+- ``rpm`` / ``tpm``: requests and tokens per minute, paced steadily (``query_per_second``
+  is read as ``rpm = 60 × qps``);
+- ``concurrency``: judge calls in flight at once (default 8);
+- ``constrain``: ``'grammar'`` (llama.cpp), ``'guided_choice'`` (vLLM) or
+  ``'json_schema'`` (OpenAI) to restrict the reply to the two verdicts;
+- ``logprobs``: record the probability of the chosen verdict;
+- ``max_reasks``: re-asks with a format reminder after an unreadable verdict (default 2).
+
+``judge_cfg=dict()`` (no endpoint in it) reads ``OC_JUDGE_MODEL``, ``OC_JUDGE_API_KEY``
+and ``OC_JUDGE_API_BASE``, as OpenCompass does.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..errors import ConfigError
+from ..models import model_spec
+from ..records import ModelSpec
+from .verdict import CONSTRAINT_MODES, constraint_params
+
+_ENDPOINT_KEYS = ("openai_api_base", "base_url", "api_base")
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """A resolved judge: endpoint plus pacing, constraint and re-ask settings."""
+
+    model: ModelSpec
+    rpm: float | None = None
+    tpm: float | None = None
+    concurrency: int = 8
+    constrain: str | None = None
+    logprobs: bool = False
+    max_reasks: int = 2
+
+    def gen_params(self) -> dict[str, Any]:
+        """Generation parameters of every judge request (part of the verdict key)."""
+        params: dict[str, Any] = {"temperature": 0.0, "max_tokens": 512}
+        params.update(self.model.gen_params)
+        params.update(constraint_params(self.constrain))
+        if self.logprobs:
+            params.update(logprobs=True, top_logprobs=5)
+        return params
+
+
+def judge_spec(judge_cfg: Mapping[str, Any] | None, where: str = "judge_cfg",
+               env: Mapping[str, str] | None = None) -> JudgeSpec:
+    """Resolve ``judge_cfg`` (reading ``OC_JUDGE_*`` when it names no endpoint)."""
+    env = os.environ if env is None else env
+    cfg = dict(judge_cfg or {})
+    if not any(cfg.get(k) for k in _ENDPOINT_KEYS):
+        missing = [v for v in ("OC_JUDGE_MODEL", "OC_JUDGE_API_BASE") if not env.get(v)]
+        if missing:
+            raise ConfigError(f"judge_cfg names no endpoint and {', '.join(missing)} "
+                              "is not set; set OC_JUDGE_MODEL, OC_JUDGE_API_BASE (and "
+                              "OC_JUDGE_API_KEY) or give a judge_cfg", field=where)
+        cfg.setdefault("path", env["OC_JUDGE_MODEL"])
+        cfg["openai_api_base"] = env["OC_JUDGE_API_BASE"]
+        cfg.setdefault("key", env.get("OC_JUDGE_API_KEY", ""))
+        cfg.setdefault("abbr", "judge")
+    if not (cfg.get("path") or cfg.get("model")):
+        raise ConfigError("judge model name missing (path or model)", field=f"{where}.path")
+    constrain = cfg.get("constrain")
+    if constrain is not None and constrain not in CONSTRAINT_MODES:
+        raise ConfigError(f"constrain must be one of {', '.join(CONSTRAINT_MODES)}",
+                          field=f"{where}.constrain")
+    rpm = cfg.get("rpm")
+    if rpm is None and cfg.get("query_per_second"):
+        rpm = 60.0 * float(cfg["query_per_second"])
+    return JudgeSpec(
+        model=model_spec(cfg, where, env=env),
+        rpm=float(rpm) if rpm else None,
+        tpm=float(cfg["tpm"]) if cfg.get("tpm") else None,
+        concurrency=int(cfg.get("concurrency") or 8),
+        constrain=constrain,
+        logprobs=bool(cfg.get("logprobs", False)),
+        max_reasks=int(cfg.get("max_reasks", 2)),
+    )

@@ -1,0 +1,336 @@
+"""The judge stage: cascade and parallel modes, verdict cache, re-asks, pacing, faults."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import harness
+from harness.errors import ConfigError
+from harness.testing import Fault, FakeOpenAI, Reply
+
+from .helpers import (JUDGE_TEMPLATE, expected_cascade, fake_judge, model_and_judge,
+                      write_arith, write_judge_config)
+
+N = 24
+
+
+def judge_requests(server) -> list[dict]:
+    return [r for r in server.requests if r["model"] == "judge-model"]
+
+
+def details(work, dataset="arith") -> list[dict]:
+    path = work / "details" / "fake" / f"{dataset}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture
+async def both():
+    async with FakeOpenAI(responder=model_and_judge, models=("fake-model", "judge-model")) as srv:
+        yield srv
+
+
+@pytest.fixture
+def data(tmp_path):
+    return write_arith(tmp_path / "a.jsonl", N)
+
+
+async def test_cascade_judges_only_rule_failures(both, data, tmp_path):
+    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="cascade")
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    want = expected_cascade(N)
+    stats = report.result("arith")["cascade_stats"]
+    assert len(judge_requests(both)) == want["rule_failures"]
+    assert stats == {
+        "total_samples": N, "rule_correct": want["rule_correct"],
+        "rule_accuracy": pytest.approx(100 * want["rule_correct"] / N),
+        "llm_evaluated": want["rule_failures"], "llm_correct": want["rescued"],
+        "llm_accuracy": pytest.approx(100 * want["rescued"] / want["rule_failures"]),
+        "final_correct": want["final"], "final_accuracy": pytest.approx(100 * want["final"] / N),
+        "parallel_mode": False, "unparsed": 0, "judge_error": 0, "judge_cached": 0}
+    assert report.result("arith")["accuracy"] == pytest.approx(100 * want["final"] / N)
+
+
+async def test_cascade_details_show_both_layers(both, data, tmp_path):
+    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="cascade")
+    await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    rows = details(tmp_path / "w")
+    rescued = rows[1]  # a = 1: "It is 2 plus one."
+    assert rescued["rule_evaluation"]["correct"] is False
+    assert rescued["llm_evaluation"]["verdict"] == "A"
+    assert rescued["llm_evaluation"]["llm_correct"] is True
+    assert rescued["cascade_correct"] is True and rescued["correct"] is True
+    plain = rows[0]
+    assert plain["rule_evaluation"]["correct"] is True and "llm_evaluation" not in plain
+
+
+async def test_parallel_mode_judges_every_sample_and_takes_the_union(both, data, tmp_path):
+    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="parallel")
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    stats = report.result("arith")["cascade_stats"]
+    assert len(judge_requests(both)) == N
+    assert stats["llm_evaluated"] == N and stats["parallel_mode"] is True
+    assert stats["final_correct"] == expected_cascade(N)["final"]
+
+
+async def test_judge_only_evaluator_scores_by_verdict(both, data, tmp_path):
+    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="judge")
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    result = report.result("arith")
+    assert result["correct"] == expected_cascade(N)["final"] and result["scored"] == N
+    assert len(judge_requests(both)) == N
+
+
+async def test_rerun_serves_every_verdict_from_the_store(both, data, tmp_path):
+    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="parallel")
+    first = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    sent = both.stats.total
+    second = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert both.stats.total == sent
+    assert second.result("arith")["judge_stats"]["cache_hits"] == N
+    assert second.result("arith")["correct"] == first.result("arith")["correct"]
+
+
+async def test_changed_template_rejudges_and_unchanged_rows_reuse(both, data, tmp_path):
+    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="parallel")
+    await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    before = len(judge_requests(both))
+    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="parallel",
+                             template="Be careful.\n" + JUDGE_TEMPLATE)
+    await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert len(judge_requests(both)) - before == N  # every judge prompt changed
+    # A changed prediction re-judges exactly that sample: change 3 rows of the data.
+    lines = data.read_text().splitlines()
+    for i in (2, 5, 7):
+        row = json.loads(lines[i])
+        row["question"] = row["question"].replace("?", " ?")
+        lines[i] = json.dumps(row)
+    data.write_text("\n".join(lines) + "\n")
+    before_model = len(both.requests) - len(judge_requests(both))
+    before = len(judge_requests(both))
+    await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert len(both.requests) - len(judge_requests(both)) - before_model == 3
+    assert len(judge_requests(both)) - before == 3
+
+
+async def test_changed_judge_model_rejudges(data, tmp_path):
+    async with FakeOpenAI(responder=lambda b: fake_judge(b) if b["model"].startswith("judge")
+                          else model_and_judge(b)) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="parallel")
+        await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        before = srv.stats.total
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="parallel",
+                                 judge={"path": "judge-model-2"})
+        await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        assert srv.stats.total - before == N
+
+
+async def test_replicas_keep_independent_verdicts(both, data, tmp_path):
+    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="parallel")
+    cfg.write_text(cfg.read_text().replace("dataset_postprocessor=dict(type='gsm8k-dataset')))]",
+                                           "dataset_postprocessor=dict(type='gsm8k-dataset')), n=2)]"))
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert report.result("arith")["cascade_stats"]["llm_evaluated"] == 2 * N
+    assert len(judge_requests(both)) == 2 * N
+
+
+async def test_unreadable_verdict_is_reasked_with_a_format_reminder(data, tmp_path):
+    def judge(body):
+        if body["model"] != "judge-model":
+            return model_and_judge(body)
+        if body["messages"][-1]["content"].startswith("Your reply could not be read"):
+            return fake_judge(body)
+        return "Based on analysis, the answer is A"
+
+    async with FakeOpenAI(responder=judge) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="parallel")
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    stats = report.result("arith")["cascade_stats"]
+    assert stats["unparsed"] == 0 and stats["final_correct"] == expected_cascade(N)["final"]
+    assert report.result("arith")["judge_stats"]["reasks"] == N
+
+
+async def test_still_unreadable_verdict_is_counted_and_keeps_the_rule_verdict(data, tmp_path):
+    def judge(body):
+        return "Answer: B" if body["model"] == "judge-model" else model_and_judge(body)
+
+    async with FakeOpenAI(responder=judge) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="cascade",
+                                 judge={"max_reasks": 1})
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        want = expected_cascade(N)
+        assert len(judge_requests(srv)) == 2 * want["rule_failures"]
+    result = report.result("arith")
+    assert result["cascade_stats"]["unparsed"] == want["rule_failures"]
+    assert result["correct"] == want["rule_correct"]  # rule verdicts kept, nothing added
+    row = details(tmp_path / "w")[3]
+    assert row["llm_evaluation"]["status"] == "unparsed"
+
+
+async def test_judge_only_unparsed_is_not_scored(data, tmp_path):
+    def judge(body):
+        return "I think it is fine." if body["model"] == "judge-model" else model_and_judge(body)
+
+    async with FakeOpenAI(responder=judge) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="judge",
+                                 judge={"max_reasks": 0})
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    result = report.result("arith")
+    assert result["counts"] == {"judge_unparsed": N} and result["scored"] == 0
+
+
+async def test_judge_error_is_recorded_and_retried_on_the_next_run(data, tmp_path):
+    def faults(body, attempt):
+        return Fault("server_error") if body["model"] == "judge-model" and attempt < 2 else None
+
+    async with FakeOpenAI(responder=model_and_judge, faults=faults) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="cascade",
+                                 judge={"max_attempts": 2})
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        failures = expected_cascade(N)["rule_failures"]
+        assert report.result("arith")["cascade_stats"]["judge_error"] == failures
+        assert report.failed == failures
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        assert report.result("arith")["cascade_stats"]["judge_error"] == 0
+        assert report.result("arith")["correct"] == expected_cascade(N)["final"]
+        assert len(judge_requests(srv)) == 3 * failures
+
+
+async def test_judge_starts_before_inference_finishes(data, tmp_path):
+    order = []
+
+    def record(body):
+        order.append(body["model"])
+        return model_and_judge(body)
+
+    async with FakeOpenAI(responder=record, latency=0.01) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="parallel")
+        await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=2)
+    first_judge = order.index("judge-model")
+    assert "fake-model" in order[first_judge:]
+
+
+async def test_rate_limited_judge_recovers_after_retry_after(data, tmp_path):
+    def faults(body, attempt):
+        if body["model"] == "judge-model" and attempt == 0:
+            return Fault("rate_limit", retry_after=0.05)
+        return None
+
+    async with FakeOpenAI(responder=model_and_judge, faults=faults) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="parallel")
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    stats = report.result("arith")["judge_stats"]
+    assert stats["rate_limited"] == N and stats["retries"] == N
+    assert report.result("arith")["cascade_stats"]["judge_error"] == 0
+    assert report.result("arith")["correct"] == expected_cascade(N)["final"]
+
+
+async def test_rpm_limit_is_held_under_the_servers_limit(data, tmp_path):
+    # The server allows 12 requests per 0.5 s window (1,440/min); the judge is told
+    # 1,200/min. Paced requests never trip the server's limit.
+    async with FakeOpenAI(responder=model_and_judge) as model, \
+            FakeOpenAI(responder=model_and_judge, rpm_limit=12, window=0.5) as judge:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, model.base_url, mode="judge",
+                                 judge={"rpm": 1200, "concurrency": 8},
+                                 judge_url=judge.base_url)
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        assert judge.stats.rpm_limited == 0 and judge.stats.total == N
+    assert report.result("arith")["judge_stats"]["requests"] == N
+
+
+async def test_placeholders_prediction_is_data_and_unknown_stay(data, tmp_path):
+    seen = []
+
+    def responder(body):
+        if body["model"] == "judge-model":
+            seen.append(body["messages"][-1]["content"])
+            return "A"
+        return "I say {answer} and {reference}"
+
+    template = "Q={question} G={answer} R={reference} O={obj_gold} P={prediction} U={unknown}"
+    async with FakeOpenAI(responder=responder) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="judge",
+                                 template=template)
+        await harness.evaluate(cfg, work_dir=tmp_path / "w", limit=1)
+    assert seen == ["Q=What is 0 + 1? G=#### 1 R=1 O=1 P=I say {answer} and {reference} "
+                    "U={unknown}"]
+
+
+async def test_logprobs_record_the_verdict_probability(data, tmp_path):
+    def responder(body):
+        if body["model"] == "judge-model":
+            return Reply("A", logprobs=[("A", -0.1, [("A", -0.1), ("B", -2.4)])])
+        return model_and_judge(body)
+
+    async with FakeOpenAI(responder=responder) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="judge",
+                                 judge={"logprobs": True, "constrain": "guided_choice"})
+        await harness.evaluate(cfg, work_dir=tmp_path / "w", limit=2)
+        body = judge_requests(srv)[0]
+    assert body["guided_choice"] == ["A", "B"] and body["logprobs"] is True
+    prob = details(tmp_path / "w")[0]["llm_evaluation"]["probability"]
+    assert 0.9 < prob < 0.92
+
+
+async def test_empty_judge_cfg_reads_oc_judge_env(both, data, tmp_path, monkeypatch):
+    monkeypatch.setenv("OC_JUDGE_MODEL", "judge-model")
+    monkeypatch.setenv("OC_JUDGE_API_BASE", both.base_url)
+    monkeypatch.setenv("OC_JUDGE_API_KEY", "sk-env-judge")
+    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="cascade")
+    text = cfg.read_text()
+    start = text.index("judge_cfg=") + len("judge_cfg=")
+    end = text.index("}", start) + 1
+    cfg.write_text(text[:start] + "dict()" + text[end:])
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert report.result("arith")["correct"] == expected_cascade(N)["final"]
+
+
+async def test_empty_judge_cfg_without_env_is_a_config_error(both, data, tmp_path, monkeypatch):
+    for var in ("OC_JUDGE_MODEL", "OC_JUDGE_API_BASE", "OC_JUDGE_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="cascade")
+    text = cfg.read_text()
+    start = text.index("judge_cfg=") + len("judge_cfg=")
+    cfg.write_text(text[:start] + "dict()" + text[text.index("}", start) + 1:])
+    with pytest.raises(ConfigError, match="OC_JUDGE_MODEL"):
+        await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert both.stats.total == 0
+
+
+def test_cascade_needs_a_rule_layer():
+    with pytest.raises(ValueError, match="rule_evaluator or sample_score_fn"):
+        harness.CascadeEvaluator(llm_evaluator=dict(type=harness.GenericLLMEvaluator,
+                                                    prompt_template="grader"))
+
+
+def test_sample_score_fn_takes_precedence_and_sees_rule_postprocessed_prediction():
+    seen = []
+
+    def fn(pred, ref, item):
+        seen.append(pred)
+        return {"correct": pred == ref, "note": "custom"}
+
+    cascade = harness.CascadeEvaluator(
+        llm_evaluator=dict(type=harness.GenericLLMEvaluator, prompt_template="grader"),
+        rule_evaluator=dict(type=harness.AccEvaluator, pred_postprocessor=dict(type="gsm8k")),
+        sample_score_fn=fn)
+    detail = cascade.score_sample("so the answer is 12", "12", {})
+    assert seen == ["12"] and detail["correct"] is True and detail["note"] == "custom"
+    assert cascade.parallel is True  # the seed's default
+
+
+def test_generic_llmjudge_postprocess_uses_the_anchored_parser():
+    out = harness.generic_llmjudge_postprocess({
+        0: {"prediction": "A", "gold": "1"}, 1: {"prediction": "Answer: B", "gold": "2"},
+        2: {"prediction": "CORRECT", "gold": "3"}, 3: {"prediction": "B.", "gold": "4"}})
+    assert out["unparsed"] == 1
+    assert [d["verdict"] for d in out["details"]] == ["A", None, "A", "B"]
+    assert out["accuracy"] == pytest.approx(200 / 3)
+
+
+def test_shipped_judge_templates_load_by_name():
+    for name in ("grader", "strict"):
+        cfg = harness.judge_template(name, question="question")
+        text = cfg["messages"][-1]["content"]
+        assert "{question}" in text and "{prediction}" in text and "{answer}" in text
