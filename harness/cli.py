@@ -88,6 +88,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return getattr(exc, "exit_code", 1)
     print(report.table())
+    for line in _judge_lines(report.summaries):
+        print(line)
     if args.dump_extract_rate:
         for s in report.summaries:
             if s.get("extract_rate") is not None:
@@ -95,8 +97,23 @@ def _run(args: argparse.Namespace) -> int:
     print(f"\nresults: {report.work_dir}/results  details: {report.work_dir}/details  "
           f"({report.elapsed:.1f}s)")
     if report.failed:
-        print(f"{report.failed} samples failed and were not scored (see 'error' in the "
-              "details); run the same command again to retry only those.", file=sys.stderr)
+        print(f"{report.failed} samples failed (see 'error' in the details); run the same "
+              "command again to retry only those.", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     return EXIT_OK
+
+
+def _judge_lines(summaries: list[dict]) -> list[str]:
+    """One line per judge endpoint: what judging cost and how it went."""
+    seen: dict[str, dict] = {}
+    for s in summaries:
+        if s.get("judge_stats"):
+            seen[s["judge_stats"]["judge"]] = s["judge_stats"]
+    lines = []
+    for name, j in seen.items():
+        lines.append(f"judge {name}: {j['requests']} requests ({j['retries']} retries, "
+                     f"{j['rate_limited']} rate-limited), {j['cache_hits']} cached verdicts, "
+                     f"{j['reasks']} re-asks, {j['unparsed']} unparsed, {j['errors']} errors, "
+                     f"{j['prompt_tokens'] + j['completion_tokens']} tokens")
+    return lines
 

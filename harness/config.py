@@ -11,6 +11,7 @@ lists, as OpenCompass configs do) and optionally ``models = [dict(...)]`` and
 from __future__ import annotations
 
 import runpy
+import sys
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any, Callable, Mapping
 from .dataset import CustomDataset, parse_range
 from .errors import ConfigError
 from .evaluators import BaseEvaluator, build_evaluator
-from .prompt import PromptTemplate, RawPromptTemplate
+from .prompt import RawPromptTemplate
 
 
 class ZeroRetriever:
@@ -80,6 +81,10 @@ def load_config(path: str | Path) -> RunConfig:
     path = Path(path)
     if not path.is_file():
         raise ConfigError("config file not found", path=str(path))
+    # Configs import sibling modules (a models file, shared templates), as OpenCompass
+    # configs do, so the config's folder is importable while it runs.
+    folder = str(path.resolve().parent)
+    sys.path.insert(0, folder)
     try:
         namespace = runpy.run_path(str(path))
     except SyntaxError as exc:
@@ -87,6 +92,8 @@ def load_config(path: str | Path) -> RunConfig:
     except Exception as exc:
         line = _config_line(exc, path)
         raise ConfigError(f"{type(exc).__name__}: {exc}", path=str(path), line=line) from exc
+    finally:
+        sys.path.remove(folder)
     return config_from_namespace(namespace, path)
 
 
@@ -173,10 +180,29 @@ def _build_reader(cfg: Mapping[str, Any], where: str, base: Path, src: str | Non
         path = path / str(cfg["file_name"])
     if not path.is_absolute():
         # Relative to the config file first, so configs run from any directory.
-        path = base / path if (base / path).exists() else Path.cwd() / path
+        path = base / path if _data_file(base / path) else Path.cwd() / path
+    path = _data_file(path) or path
     if not path.is_file():
         raise ConfigError(f"data file {str(path)!r} not found", path=src, field=f"{where}.path")
     return kind(path=path, reader_cfg=cfg.get("reader_cfg"))
+
+
+def _data_file(path: Path) -> Path | None:
+    """``path`` itself, ``path.jsonl``/``path.csv``, or the one data file in folder
+    ``path`` (``test.jsonl`` preferred), as OpenCompass paths like ``'opencompass/aime'``
+    name a dataset rather than a file."""
+    if path.is_file():
+        return path
+    for suffix in (".jsonl", ".csv"):
+        if path.with_name(path.name + suffix).is_file():
+            return path.with_name(path.name + suffix)
+    if path.is_dir():
+        if (path / "test.jsonl").is_file():
+            return path / "test.jsonl"
+        files = [p for p in path.iterdir() if p.suffix in (".jsonl", ".csv")]
+        if len(files) == 1:
+            return files[0]
+    return None
 
 
 def _build(cfg: Any, where: str, src: str | None, default: type) -> Any:
