@@ -91,10 +91,10 @@ class Scorer:
         sample = completion.sample
         reference = sample.reference
         if dataset.dataset_postprocessor is not None:
-            reference = dataset.dataset_postprocessor(reference)
+            reference = _apply(dataset.dataset_postprocessor, reference, sample.row)
         extracted: Any = completion.text
         if dataset.pred_postprocessor is not None:
-            extracted = dataset.pred_postprocessor(completion.text)
+            extracted = _apply(dataset.pred_postprocessor, completion.text, sample.row)
         has_rule, judge, judge_all = self.plans[sample.dataset]
         if not has_rule:
             base = result("ok", extracted, reference)
@@ -116,7 +116,7 @@ class Scorer:
 
         prediction = extracted
         if judge.pred_postprocessor is not None:
-            prediction = judge.pred_postprocessor(prediction)
+            prediction = _apply(judge.pred_postprocessor, prediction, row)
         if is_extraction_failure(prediction):
             # Nothing to show the judge: a request would only buy a certain "B".
             skipped = {"status": "skipped", "reason": "empty prediction", "llm_correct": False}
@@ -133,7 +133,7 @@ class Scorer:
         evaluator = dataset.evaluator
         assert evaluator is not None
         if evaluator.pred_postprocessor is not None:
-            extracted = evaluator.pred_postprocessor(extracted)
+            extracted = _apply(evaluator.pred_postprocessor, extracted, row)
         if is_extraction_failure(extracted):
             return result("extract_failed", extracted, reference, False)
         if evaluator.needs_worker and self.pool is not None:
@@ -148,3 +148,12 @@ class Scorer:
         status: SampleStatus = "extract_failed" if is_extraction_failure(pred) else "ok"
         extra = {k: v for k, v in detail.items() if k not in ("pred", "answer", "correct")}
         return result(status, pred, reference, bool(detail.get("correct")), details=extra)
+
+
+def _apply(postprocessor: Any, value: Any, row: Mapping[str, Any]) -> Any:
+    """Call a postprocessor; built ones also get the row (a plain function does not)."""
+    from .postprocessors.build import BoundPostprocessor
+
+    if isinstance(postprocessor, BoundPostprocessor):
+        return postprocessor(value, test_item=row)
+    return postprocessor(value)

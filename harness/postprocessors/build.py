@@ -14,18 +14,22 @@ class BoundPostprocessor:
     """A postprocessor with its config kwargs bound; call it on one sample's value.
 
     A list or tuple of candidate predictions is processed element-wise and gives a
-    list, as OpenCompass does for replicated predictions.
+    list, as OpenCompass does for replicated predictions. A function that declares a
+    ``test_item`` parameter also receives the sample's dataset row (multiple-choice
+    extraction uses it to map an option's text to its letter).
     """
 
     func: Callable[..., Any]
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     name: str = ""
+    wants_item: bool = False
 
-    def __call__(self, value: Any) -> Any:
+    def __call__(self, value: Any, test_item: Mapping[str, Any] | None = None) -> Any:
         """The postprocessed value (a list for a list/tuple of candidates)."""
+        kwargs = {**self.kwargs, "test_item": test_item} if self.wants_item else self.kwargs
         if isinstance(value, (list, tuple)):
-            return [self.func(item, **self.kwargs) for item in value]
-        return self.func(value, **self.kwargs)
+            return [self.func(item, **kwargs) for item in value]
+        return self.func(value, **kwargs)
 
 
 def _check_kwargs(func: Callable[..., Any], name: str, kwargs: Mapping[str, Any]) -> None:
@@ -72,7 +76,14 @@ def build_postprocessor(cfg: Any) -> Callable[[Any], Any] | None:
         raise TypeError(f"postprocessor type must be a name or a callable, not {kind!r}")
     name = kind if isinstance(kind, str) else getattr(func, "__name__", repr(func))
     _check_kwargs(func, name, kwargs)
-    return BoundPostprocessor(func, dict(kwargs), name)
+    return BoundPostprocessor(func, dict(kwargs), name, _accepts(func, "test_item"))
+
+
+def _accepts(func: Callable[..., Any], param: str) -> bool:
+    try:
+        return param in inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def is_extraction_failure(value: Any) -> bool:
