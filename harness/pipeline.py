@@ -71,7 +71,8 @@ class Pipeline:
             self._build_judges()
         self.accumulators = {
             (m, d): Accumulator(m, d, options.mode, self._details_path(m, d),
-                                judge_mode=self._judge_mode(d))
+                                judge_mode=self._judge_mode(d),
+                                replicas=self.datasets[d].n)
             for m in self.models for d in self.datasets}
 
     def _build_judges(self) -> None:

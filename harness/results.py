@@ -25,6 +25,7 @@ class Accumulator:
     mode: str
     details_path: Path | None = None
     judge_mode: str | None = None  # None, 'judge', 'cascade' or 'parallel'
+    replicas: int = 1
     total: int = 0
     correct: int = 0
     scored: int = 0
@@ -36,6 +37,10 @@ class Accumulator:
     unparsed: int = 0
     judge_errors: int = 0
     judge_cached: int = 0
+    # With replicas: per sample [scored, correct] and per replica [scored, correct]; the
+    # per-sample results the metrics need, nothing more.
+    _per_sample: dict[int, list[int]] = field(default_factory=dict)
+    _per_replica: dict[int, list[int]] = field(default_factory=dict)
     _fh: TextIO | None = None
     _offsets: list[tuple[int, int, int, int]] = field(default_factory=list)
 
@@ -54,6 +59,12 @@ class Accumulator:
             self.scored += 1
             self.correct += bool(result.correct)
             self.rule_correct += bool(result.rule_correct)
+            if self.replicas > 1:
+                for table, key in ((self._per_sample, result.index),
+                                   (self._per_replica, result.replica)):
+                    counts = table.setdefault(key, [0, 0])
+                    counts[0] += 1
+                    counts[1] += bool(result.correct)
         if result.judge_status is not None:
             self.llm_evaluated += 1
             self.llm_correct += bool(result.judge_correct)
@@ -94,6 +105,9 @@ class Accumulator:
             out["accuracy_ci95"] = wilson_interval(self.correct, self.scored)
             out["extract_rate"] = (100.0 * (self.scored - failed_extract) / self.scored
                                    if self.scored else None)
+            if self.replicas > 1:
+                out.update(replica_metrics(self._per_sample, self._per_replica, self.replicas))
+                out["accuracy_ci95"] = out.pop("_sample_ci95")
         if self.judge_mode is not None:
             out["judge_mode"] = self.judge_mode
             out["cascade_stats"] = self.cascade_stats()
@@ -119,6 +133,50 @@ class Accumulator:
             "unparsed": self.unparsed, "judge_error": self.judge_errors,
             "judge_cached": self.judge_cached,
         }
+
+
+def replica_metrics(per_sample: dict[int, list[int]], per_replica: dict[int, list[int]],
+                    replicas: int) -> dict[str, Any]:
+    """avg@K, its standard error across replicas, per-replica accuracy and pass@k.
+
+    ``pass@k`` is the unbiased estimator 1 - C(n-c, k) / C(n, k) averaged over samples
+    (n scored replicas of a sample, c of them correct), for k = 1, 2, 4, … and K. The
+    95% interval is over samples (each sample's mean correctness), since replicas of one
+    sample are not independent.
+    """
+    rates = [100.0 * c / n for n, c in per_replica.values() if n]
+    mean = sum(rates) / len(rates) if rates else 0.0
+    se = (math.sqrt(sum((r - mean) ** 2 for r in rates) / (len(rates) - 1) / len(rates))
+          if len(rates) > 1 else 0.0)
+    ks = sorted({k for k in (1, 2, 4, 8, 16, 32, 64, 128) if k <= replicas} | {replicas})
+    pass_at = {}
+    for k in ks:
+        values = [pass_at_k(n, c, k) for n, c in per_sample.values() if n >= k]
+        pass_at[f"pass@{k}"] = 100.0 * sum(values) / len(values) if values else None
+    sample_means = [c / n for n, c in per_sample.values() if n]
+    return {
+        f"avg@{replicas}": mean, "avg_stderr": se,
+        "replica_accuracy": [round(r, 4) for r in rates],
+        "pass_at_k": pass_at, "_sample_ci95": mean_interval(sample_means),
+    }
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k for one sample: n attempts, c correct (Chen et al., 2021)."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
+
+
+def mean_interval(values: list[float], z: float = 1.959963984540054) -> list[float] | None:
+    """Normal 95% interval for the mean of per-sample values in [0, 1], in percent."""
+    if not values:
+        return None
+    n = len(values)
+    mean = sum(values) / n
+    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
+    half = z * math.sqrt(var / n)
+    return [round(100 * max(0.0, mean - half), 2), round(100 * min(1.0, mean + half), 2)]
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> list[float] | None:
