@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .records import ModelSpec
+from .errors import ModelCallError
 from .retry import BadResponse, CallStats, RetryPolicy, classify
 
 #: Generation parameters passed through to the chat completions API as they are.
@@ -98,12 +99,21 @@ class ModelClient:
                         self.limiter.settle(estimate, actual)
                 return response
 
+        max_tokens = gen_params.get("max_tokens") or gen_params.get("max_completion_tokens")
+
         async def checked() -> Any:
             response = await attempt()
-            _validate(response)
+            _validate(response, max_tokens)
             return response
 
-        response, tries = await self.policy.call(checked, self.stats, self._describe())
+        try:
+            response, tries = await self.policy.call(checked, self.stats, self._describe())
+        except ModelCallError as exc:
+            # Still cut short after every attempt: that is the server's real answer
+            # (a context-length stop, say), so keep it rather than lose the sample.
+            if not isinstance(exc.__cause__, SuspectTruncation):
+                raise
+            response, tries = exc.__cause__.response, exc.attempts
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
@@ -122,13 +132,26 @@ class ModelClient:
         return f"model {self.spec.model!r} at {self.spec.base_url}"
 
 
-def _validate(response: Any) -> None:
+class SuspectTruncation(BadResponse):
+    """``finish_reason='length'`` before ``max_tokens`` was reached: a reply cut short by
+    a server hiccup, worth one more try (a real length stop uses all ``max_tokens``)."""
+
+    def __init__(self, response: Any) -> None:
+        super().__init__("the reply stopped for length before max_tokens")
+        self.response = response
+
+
+def _validate(response: Any, max_tokens: int | None) -> None:
     choices = getattr(response, "choices", None)
     if not isinstance(choices, list) or not choices:
         raise BadResponse("the response has no choices")
     message = getattr(choices[0], "message", None)
     if message is None or (message.content is None and not getattr(message, "refusal", None)):
         raise BadResponse("the response message has no content")
+    if choices[0].finish_reason == "length" and max_tokens:
+        used = getattr(getattr(response, "usage", None), "completion_tokens", None)
+        if used is not None and used < int(max_tokens):
+            raise SuspectTruncation(response)
 
 
 def _logprobs(choice: Any) -> tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...] | None:
