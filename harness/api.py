@@ -28,6 +28,7 @@ from .progress import Progress, print_progress
 from .records import ModelSpec, SampleResult
 from .results import summary_table, write_json
 from .store import Store
+from .validate import validate_dataset
 
 
 @dataclass
@@ -111,10 +112,12 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
     """
     run_config = _load(config, datasets, models)
     specs = resolve_models(run_config.models, overrides)
+    rows = sum(validate_dataset(d, limit) * d.n for d in run_config.datasets)
     # Without a work_dir, each config gets its own, so two configs never share a store.
     default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
     work = Path(work_dir or run_config.work_dir or default)
     progress = progress or Progress()
+    progress.total = rows * (len(specs) if specs else 1)
     started = time.monotonic()
     async with contextlib.AsyncExitStack() as stack:
         if specs is None and mode != "eval":

@@ -23,13 +23,14 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from .client import ModelClient
 from .config import DatasetSpec
-from .errors import DatasetError, ModelCallError, PermanentModelError
+from .errors import ModelCallError, PermanentModelError
 from .keys import prediction_key
 from .progress import Progress
 from .records import Completion, ModelSpec, Sample, SampleResult
 from .results import Accumulator
 from .scoring import JudgeTask, Scorer
 from .store import Store
+from .validate import check_row, selected_rows
 
 Mode = Literal["all", "infer", "eval"]
 
@@ -164,36 +165,15 @@ class Pipeline:
 
     def _samples(self, model: ModelSpec, dataset: DatasetSpec):  # -> Iterator[Sample]
         gen_params = {**model.gen_params, **dataset.gen_params}
-        rows = dataset.reader.rows()
-        start, stop = dataset.test_range.start or 0, dataset.test_range.stop
-        if self.options.limit is not None:
-            stop = min(stop, start + self.options.limit) if stop is not None \
-                else start + self.options.limit
-        seen = False
-        for index, (line, row) in enumerate(rows):
-            if index < start:
-                continue
-            if stop is not None and index >= stop:
-                break
-            seen = True
-            values = {}
-            for column in dataset.input_columns:
-                if column not in row:
-                    raise DatasetError("missing input column", path=str(dataset.reader.path),
-                                       line=line, field=column)
-                values[column] = row[column]
-            if dataset.output_column is not None and dataset.output_column not in row:
-                raise DatasetError("missing output column", path=str(dataset.reader.path),
-                                   line=line, field=dataset.output_column)
+        for index, line, row in selected_rows(dataset, self.options.limit):
+            check_row(dataset, row, line)  # validated before the run; the file may change
+            values = {column: row[column] for column in dataset.input_columns}
             messages = dataset.template.render(values)
             reference = row.get(dataset.output_column) if dataset.output_column else None
             for replica in range(dataset.n):
                 key = prediction_key(model.identity(), messages, gen_params, replica)
                 yield Sample(dataset.abbr, model.abbr, index, replica, row, reference,
                              messages, key, gen_params)
-        if not seen:
-            raise DatasetError("the dataset has no rows in the selected range",
-                               path=str(dataset.reader.path))
 
     async def _route(self, batch: list[Sample], model_send: ObjectSendStream[Sample],
                      score_send: ObjectSendStream[Completion],

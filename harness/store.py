@@ -133,10 +133,13 @@ class Store:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the connection and release the work-directory lock."""
+        """Close the connection and release the work-directory lock (even when cancelled)."""
+        import anyio
+
         if self._conn is not None:
             conn, self._conn = self._conn, None
-            await conn.close()
+            with anyio.CancelScope(shield=True):
+                await conn.close()
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None

@@ -8,6 +8,7 @@ them through ``harness.evaluate`` or ``python -m harness run``.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Mapping
 
 from ..evaluators.base import EVALUATORS, BaseEvaluator, as_detail
@@ -42,6 +43,7 @@ class GenericLLMEvaluator(BaseEvaluator):
         self.template: RawPromptTemplate = kind(
             **{k: v for k, v in prompt_template.items() if k != "type"})
         self.judge_cfg = dict(judge_cfg or {})
+        self.delimiters = prediction_delimiters(self.template)
         _check_dict_postprocessor(dict_postprocessor)
         self.dict_postprocessor = dict_postprocessor
 
@@ -51,11 +53,55 @@ class GenericLLMEvaluator(BaseEvaluator):
         raise NotImplementedError("GenericLLMEvaluator judges inside a run: use "
                                   "harness.evaluate() or `python -m harness run`")
 
-    def render(self, row: Mapping[str, Any], prediction: Any, reference: Any) -> tuple[dict[str, str], ...]:
-        """The judge messages for one sample (one-pass fill; the prediction is data)."""
+    def render(self, row: Mapping[str, Any], prediction: Any,
+               reference: Any) -> tuple[dict[str, str], ...]:
+        """The judge messages for one sample (one-pass fill; the prediction is data).
+
+        The prediction cannot break out of its block: any copy of the template's
+        delimiters inside it is defused first (see ``defuse``).
+        """
         values = dict(row)
-        values.update(prediction=prediction, reference=reference, obj_gold=reference)
+        values.update(prediction=defuse(str(prediction), self.delimiters),
+                      reference=reference, obj_gold=reference)
         return self.template.render(values)
+
+
+def prediction_delimiters(template: RawPromptTemplate) -> tuple[str, ...]:
+    """The markers around ``{prediction}`` in a template: the text on the lines just
+    before and after it (``<Predicted Answer Begin>``, ``<Predicted End>``)."""
+    found: list[str] = []
+    for message in template.messages:
+        content = message["content"]
+        at = content.find("{prediction}")
+        if at < 0:
+            continue
+        before = content[:at].rstrip().rsplit("\n", 1)[-1]
+        after = content[at + len("{prediction}"):].lstrip().split("\n", 1)[0]
+        for marker in (before, after):
+            marker = marker.strip().rstrip(":").strip()
+            if len(marker) >= 3 and marker not in found:
+                found.append(marker)
+    return tuple(found)
+
+
+_LOOKALIKE = str.maketrans({"<": "\u2039", ">": "\u203a", "[": "\u27e6", "]": "\u27e7"})
+
+
+def defuse(prediction: str, delimiters: tuple[str, ...]) -> str:
+    """``prediction`` with every (case-insensitive) copy of a delimiter made inert.
+
+    Brackets become look-alike characters (``‹Predicted End›``), so a judge still reads
+    the text but a reply cannot close its own block and write instructions outside it.
+    """
+    for marker in delimiters:
+        pattern = re.compile(re.escape(marker), re.IGNORECASE)
+        prediction = pattern.sub(lambda m: _inert(m.group(0)), prediction)
+    return prediction
+
+
+def _inert(text: str) -> str:
+    changed = text.translate(_LOOKALIKE)
+    return changed if changed != text else text[0] + "\u200b" + text[1:]
 
 
 @EVALUATORS.register("CascadeEvaluator")

@@ -8,18 +8,18 @@ Both are applied to predictions *and* golds, so a gold ``'(C)'`` and a predictio
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Mapping
 
 from ._commit import HEDGE, Candidate, commit, committed_clause
 from ._numeric import normalize_numerals, span_value, words_to_number
 from ._registry import POSTPROCESSORS
 from ._text import looks_truncated, prepare, span_after
 from .math import find_boxed
-from .options import ALL_LETTERS, choose_option
+from .options import ALL_LETTERS, choose_option, question_options
 
 
 @POSTPROCESSORS.register("bbh-mcq", "bbh_mcq_postprocess")
-def bbh_mcq_postprocess(text: Any) -> str:
+def bbh_mcq_postprocess(text: Any, test_item: Mapping[str, Any] | None = None) -> str:
     """The option letter of a BBH multiple-choice reply or gold (``'(C)'`` → ``'C'``).
 
     As in OpenCompass the answer statement ("So the answer is (C).") decides, and a
@@ -29,8 +29,15 @@ def bbh_mcq_postprocess(text: Any) -> str:
     two different answers without a correction, or a truncated reply are failures;
     and a capital inside a word is never an option (OpenCompass falls back to the first
     upper-case letter anywhere, so "Let's think" gives L).
+
+    With the dataset row (``test_item``, passed by the pipeline) the options listed in
+    its ``input`` ("Options:\n(A) 12/14/2026\n…") are the only valid letters, and a
+    statement naming one option's text ("So the answer is 12/14/1937.") gives that
+    option's letter. A gold ``'(B)'`` has no statement and is read as before.
     """
-    return choose_option(text, ALL_LETTERS, cushion=True)
+    texts = question_options(test_item, ALL_LETTERS)
+    letters = "".join(texts) if texts else ALL_LETTERS
+    return choose_option(text, letters, cushion=True, texts=texts)
 
 
 _CUE = re.compile(

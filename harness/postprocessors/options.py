@@ -9,15 +9,18 @@ Shared rules (stricter than OpenCompass, which takes the first capital anywhere)
 2. Without a statement, a reply cut off mid-sentence is a failure.
 3. Otherwise only option-shaped letters count (see :mod:`._letters`), never a capital
    inside a word, an article ("A lot") or a pronoun ("I think").
+4. Given the dataset row (``test_item``), a statement that names an option's text
+   instead of its letter ("So the answer is 12/14/1937.") counts as that option's
+   letter when exactly one option fits (see :mod:`._option_text`).
 """
 
 from __future__ import annotations
 
 import re
 import string
-from typing import Any
+from typing import Any, Mapping
 
-from . import _letters
+from . import _letters, _option_text
 from ._commit import HEDGE, Candidate, commit
 from ._registry import POSTPROCESSORS
 from ._text import looks_truncated, prepare
@@ -86,13 +89,41 @@ def option_letters(options: Any) -> str:
         return str(options)
 
 
-def choose_option(text: Any, options: Any, *, cushion: bool = True) -> str:
-    """Statement, then leading letter, then (with ``cushion``) concluding letter; or ''."""
+def resolve(reply: str, options: str,
+            texts: Mapping[str, str] | None = None) -> tuple[bool, str]:
+    """(whether ``reply`` states an answer, the committed letter from ``options`` or '').
+
+    Letter statements ("the answer is (C)") and, with ``texts`` (``{letter: option
+    text}``), statements naming one option's text are read together, so a later
+    "Wait, actually …" corrects either kind and two different answers are a failure.
+    """
+    if not texts:
+        return _letters.resolve_statements(reply, options)
+    toks = _letters.tokens(reply, options)
+
+    def has_letter(start: int, end: int) -> bool:
+        return any(start <= t.start < end for t in toks)
+
+    cands = _letters.statements(reply, options)
+    cands += _option_text.text_statements(reply, texts, has_letter)
+    if not cands:
+        return False, ""
+    letter = commit(cands, reply)
+    return True, letter if isinstance(letter, str) and letter in options else ""
+
+
+def choose_option(text: Any, options: Any, *, cushion: bool = True,
+                  texts: Mapping[str, str] | None = None) -> str:
+    """Statement, then leading letter, then (with ``cushion``) concluding letter; or ''.
+
+    With ``texts`` (the question's ``{letter: option text}``) a statement may name the
+    option's text, and a one-line reply that is exactly one option's text counts.
+    """
     options = option_letters(options)
     reply = reply_text(text)
     if not reply:
         return ""
-    stated, letter = _letters.resolve_statements(reply, options)
+    stated, letter = resolve(reply, options, texts)
     if stated:
         return letter
     if looks_truncated(reply):
@@ -101,11 +132,20 @@ def choose_option(text: Any, options: Any, *, cushion: bool = True) -> str:
     found = _leading(reply, toks, options)
     if found is None and cushion:
         found = _concluding(reply, toks, options)
+    if found is None and texts:
+        found = _option_text.bare_option(reply, texts)
     return found if isinstance(found, str) else ""
 
 
+def question_options(test_item: Mapping[str, Any] | None, options: str) -> dict[str, str]:
+    """The ``{letter: text}`` options of a dataset row, limited to ``options``; may be {}."""
+    found = _option_text.option_texts(test_item, options)
+    return {k: v for k, v in found.items() if k in options}
+
+
 @POSTPROCESSORS.register("first-option", "first_option_postprocess")
-def first_option_postprocess(text: Any, options: Any = "ABCD", cushion: bool = True) -> str:
+def first_option_postprocess(text: Any, options: Any = "ABCD", cushion: bool = True,
+                             test_item: Mapping[str, Any] | None = None) -> str:
     """The option letter the reply commits to, from ``options``; '' if none.
 
     In order: an explicit answer statement (OpenCompass's ordered "answer is (X)",
@@ -113,26 +153,35 @@ def first_option_postprocess(text: Any, options: Any = "ABCD", cushion: bool = T
     correct"); a line the reply leads with ("B. Paris", "(B)", a lone "B"); and with
     ``cushion=True`` a letter that ends a sentence ("…, so (C).").
 
+    The pipeline passes the dataset row as ``test_item``; its options (columns named
+    ``A``, ``B`` …, or "(A) …" lines in the question) let a statement that names an
+    option's text ("The answer is Paris.") count as that option's letter.
+
     Differences from OpenCompass, on purpose: a capital inside a word never counts,
     so "Clearly" or "A lot" is not A; a self-correction counts its last answer; a
     hedge, two different answers or a truncated reply is '' instead of the first
     capital letter found.
     """
-    return choose_option(text, options, cushion=cushion)
+    options = option_letters(options)
+    return choose_option(text, options, cushion=cushion,
+                         texts=question_options(test_item, options))
 
 
 @POSTPROCESSORS.register("last-option", "last_option_postprocess")
-def last_option_postprocess(text: Any, options: Any = "ABCD") -> str:
+def last_option_postprocess(text: Any, options: Any = "ABCD",
+                            test_item: Mapping[str, Any] | None = None) -> str:
     """The last option-shaped letter from ``options`` in the reply; '' if none.
 
-    An explicit answer statement still wins over mere mentions; OpenCompass takes the
-    last capital letter anywhere, even inside a word ("…is Correct" → C), which we don't.
+    An explicit answer statement still wins over mere mentions (with ``test_item``, one
+    naming an option's text too, as in :func:`first_option_postprocess`); OpenCompass
+    takes the last capital letter anywhere, even inside a word ("…is Correct" → C),
+    which we don't.
     """
     options = option_letters(options)
     reply = reply_text(text)
     if not reply:
         return ""
-    stated, letter = _letters.resolve_statements(reply, options)
+    stated, letter = resolve(reply, options, question_options(test_item, options))
     if stated:
         return letter
     if looks_truncated(reply):

@@ -1,0 +1,158 @@
+"""Mapping an option's *text* to its letter, when a reply names the option, not the letter.
+
+A multiple-choice question lists its options ("Options:\\n(A) 12/14/2026\\n(B) …"); a
+reply may end "So the answer is 12/14/1937." instead of "(D)". A careful grader gives
+that reply the letter of the option it names, but only when exactly one option fits:
+
+1. the stated text *is* an option's text (case, articles, quotes, markup and date
+   spelling aside: "December 14, 1937" is ``12/14/1937``);
+2. else its first clause is ("octagon, since it has eight sides");
+3. else it is a fragment of exactly one option ("the quail" of "The quail is the
+   second from the left"), never a fragment every option shares ("leftmost").
+
+"kite or rectangle", two options offered together, is a hedge. Text that fits no
+option, or several, is not an answer statement at all and is ignored.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any, Mapping
+
+from ._commit import HEDGE, Candidate, committed_clause
+from ._text import span_after
+
+# "(A) text", "A) text", "A. text", "A: text" at the start of a line.
+_OPTION_LINE = re.compile(r"^[ \t]*(?:\(([A-Z])\)|([A-Z])[).:])[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
+_CUE = re.compile(
+    r"(?i:\b(?:the\s+)?(?:final\s+|correct\s+|right\s+|best\s+)?(?:answer|option|choice)"
+    r"\s*(?:is|would\s+be|should\s+be|must\s+be|will\s+be|=|:)\s*[:：]?)"
+)
+_LEAD = re.compile(r"^(?:that|option|choice)\s+", re.IGNORECASE)
+_CLAUSE = re.compile(r"\s*(?:[,;(]|\s[-–—]\s|\b(?:because|since|as|which|so|for)\b)", re.IGNORECASE)
+_HEDGE_SPLIT = re.compile(r"\s*,?\s*\b(?:either|or|and/or)\b\s*", re.IGNORECASE)
+_STOPWORDS = frozenset("a an the is are of to in on at from and".split())
+_MONTHS = {m: i for i, m in enumerate(
+    "jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}
+_MONTH = r"(?P<mon>jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_DAY = r"(?P<day>\d{1,2})(?:st|nd|rd|th)?"
+_DATES = [
+    re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+(?:of\s+)?(?P<year>\d{{4}})\b"),
+    re.compile(rf"\b(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(?P<year>\d{{4}})\b"),
+    re.compile(r"\b(?P<mm>\d{1,2})[/-](?P<day>\d{1,2})[/-](?P<year>\d{4})\b"),
+]
+_WORD = re.compile(r"[a-z0-9]+(?:[/.'-][a-z0-9]+)*")
+
+
+def option_texts(test_item: Mapping[str, Any] | None, letters: str) -> dict[str, str]:
+    """The options of a dataset row as ``{letter: text}``; ``{}`` when it has none.
+
+    Columns named by the letters (``A``, ``B`` … as in MMLU-style CSVs) win; else the
+    option lines of the row's text fields ("(A) 12/14/2026"), from the field that lists
+    the most, counted only when they run A, B, C … in order (a stray "A. " line is no
+    option list).
+    """
+    if not isinstance(test_item, Mapping):
+        return {}
+    columns = {L: str(test_item[L]).strip() for L in letters
+               if isinstance(test_item.get(L), (str, int, float)) and str(test_item[L]).strip()}
+    if len(columns) >= 2:
+        return columns
+    best: dict[str, str] = {}
+    for value in test_item.values():
+        if isinstance(value, str):
+            found = _listed(value, letters)
+            if len(found) > len(best):
+                best = found
+    return best
+
+
+def _listed(text: str, letters: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for m in _OPTION_LINE.finditer(text):
+        letter = m.group(1) or m.group(2)
+        expected = chr(ord("A") + len(found))
+        if letter != expected or letter not in letters:
+            break
+        found[letter] = m.group(3)
+    return found if len(found) >= 2 else {}
+
+
+def _date(m: re.Match[str]) -> str:
+    parts = m.groupdict()
+    month = int(parts["mm"]) if parts.get("mm") else _MONTHS[parts["mon"][:3]]
+    return f"{month:02d}/{int(parts['day']):02d}/{parts['year']}"
+
+
+def _canonical(text: str) -> str:
+    """Lower case, NFKC, every date spelled MM/DD/YYYY ("Dec 4th, 1937" → 12/04/1937)."""
+    low = unicodedata.normalize("NFKC", text).lower()
+    for pattern in _DATES:
+        low = pattern.sub(_date, low)
+    return low
+
+
+def words(text: str) -> tuple[str, ...]:
+    """``text`` as comparable words: see :func:`_canonical`; no articles, quotes or marks."""
+    return tuple(w for w in _WORD.findall(_canonical(text)) if w not in ("a", "an", "the"))
+
+
+def _fragment_of(part: tuple[str, ...], whole: tuple[str, ...]) -> bool:
+    n = len(part)
+    return any(whole[i:i + n] == part for i in range(len(whole) - n + 1))
+
+
+def match(span: str, texts: Mapping[str, tuple[str, ...]]) -> Any:
+    """The letter whose option ``span`` names, HEDGE for "X or Y", or None."""
+    # Dates first: "December 14, 1937, ten days before" has its clause break after 1937.
+    span = _LEAD.sub("", _canonical(span).strip().strip("\"'`*").strip())
+    said = words(span)
+    if not said:
+        return None
+    exact = [L for L, t in texts.items() if t == said]
+    if len(exact) == 1:
+        return exact[0]
+    parts = [words(p) for p in _HEDGE_SPLIT.split(span) if p.strip()]
+    named = {L for p in parts for L, t in texts.items() if t == p}
+    if len(parts) > 1 and len(named) > 1:
+        return HEDGE
+    first = words(_CLAUSE.split(span, maxsplit=1)[0])
+    exact = [L for L, t in texts.items() if first and t == first]
+    if len(exact) == 1:
+        return exact[0]
+    if set(said) <= _STOPWORDS:
+        return None
+    fragments = [L for L, t in texts.items() if _fragment_of(said, t)]
+    return fragments[0] if len(fragments) == 1 else None
+
+
+def text_statements(reply: str, options: Mapping[str, str],
+                    has_letter: Any) -> list[Candidate]:
+    """Answer statements ("the answer is …") whose text names exactly one option.
+
+    ``has_letter(start, end)`` tells whether an option letter already stands in that
+    stretch of the reply; such a statement is read by its letter, not here.
+    """
+    texts = {L: words(t) for L, t in options.items()}
+    found = []
+    for m in _CUE.finditer(reply):
+        if not committed_clause(reply, m.start()):
+            continue
+        span = span_after(reply, m.end())
+        if has_letter(m.end(), m.end() + len(span)):
+            continue
+        letter = match(span, texts)
+        if letter is not None:
+            found.append(Candidate(m.start(), m.end() + len(span), letter))
+    return found
+
+
+def bare_option(reply: str, options: Mapping[str, str]) -> str | None:
+    """The letter of a one-line reply that is exactly one option's text ("octagon")."""
+    lines = [line for line in reply.splitlines() if line.strip()]
+    if len(lines) != 1:
+        return None
+    said = words(lines[0])
+    hits = [L for L, t in options.items() if said and words(t) == said]
+    return hits[0] if len(hits) == 1 else None

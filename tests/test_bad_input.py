@@ -1,0 +1,148 @@
+"""Bad input: a clear error naming file, line and field, exit 2, before any request."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import anyio
+import pytest
+
+import harness
+from harness.errors import ConfigError, DatasetError
+
+from .helpers import arith_reply, model_cfg, write_arith, write_config
+from .test_cli import cli, env
+
+
+async def run_cli(cfg, work, server):
+    return await anyio.run_process(
+        cli("run", str(cfg), "-w", str(work), "-q", "--model-base-url", server.base_url,
+            "--model", "fake-model"), env=env(), check=False)
+
+
+@pytest.mark.parametrize("content,message", [
+    (b'{"question": "What is 1 + 2?", "answer": "#### 3"}\n{"question": \n',
+     b"a.jsonl:2: malformed JSON"),
+    (b'{"question": "What is 1 + 2?", "answer": "#### 3"}\n{"question": "\xff", "answer": "1"}\n',
+     b"a.jsonl:2: not UTF-8"),
+    (b'{"question": "What is 1 + 2?", "answer": "#### 3"}\n{"answer": "#### 3"}\n',
+     b"a.jsonl:2 field 'question': missing column"),
+    (b"", b"no rows"),
+], ids=["malformed-json", "non-utf8", "missing-column", "empty"])
+async def test_bad_jsonl_fails_before_any_request(server, tmp_path, content, message):
+    data = tmp_path / "a.jsonl"
+    data.write_bytes(content)
+    result = await run_cli(write_config(tmp_path / "cfg.py", data), tmp_path / "w", server)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert server.stats.total == 0
+
+
+async def test_csv_missing_column_names_line_and_field(server, tmp_path):
+    data = tmp_path / "a.csv"
+    data.write_text("question,solution\nWhat is 1 + 2?,3\n")
+    result = await run_cli(write_config(tmp_path / "cfg.py", data), tmp_path / "w", server)
+    assert result.returncode == 2
+    assert b"a.csv:2 field 'answer': missing column" in result.stderr
+    assert server.stats.total == 0
+
+
+async def test_unknown_postprocessor_and_evaluator_exit_2(server, tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 2)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    cfg.write_text(cfg.read_text().replace("dict(type=gsm8k_postprocess)", "dict(type='gsm8kk')"))
+    result = await run_cli(cfg, tmp_path / "w", server)
+    assert result.returncode == 2 and b"pred_postprocessor" in result.stderr
+    assert b"did you mean" in result.stderr
+    cfg = write_config(tmp_path / "cfg.py", data)
+    cfg.write_text(cfg.read_text().replace("dict(type=AccEvaluator)", "dict(type='AccEval')"))
+    result = await run_cli(cfg, tmp_path / "w", server)
+    assert result.returncode == 2 and b"eval_cfg.evaluator" in result.stderr
+    assert server.stats.total == 0
+
+
+async def test_template_placeholder_the_dataset_lacks(server, tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 2)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    cfg.write_text(cfg.read_text().replace("content='{question}'", "content='{questoin}'"))
+    result = await run_cli(cfg, tmp_path / "w", server)
+    assert result.returncode == 2
+    assert b"{questoin}" in result.stderr and b"prompt_template" in result.stderr
+    assert server.stats.total == 0
+
+
+async def test_column_used_in_prompt_but_not_an_input_column(server, tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 2)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    cfg.write_text(cfg.read_text().replace("content='{question}'", "content='{question} {answer}'"))
+    with pytest.raises(ConfigError, match="not in reader_cfg.input_columns"):
+        await harness.evaluate(cfg, work_dir=tmp_path / "w")
+
+
+def test_latex_braces_in_prompts_are_not_placeholders(tmp_path):
+    from harness.config import load_config
+    from harness.validate import validate_dataset
+
+    data = write_arith(tmp_path / "a.jsonl", 2)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    cfg.write_text(cfg.read_text().replace(
+        "content='{question}'", "content='{question} Use \\\\\\\\frac{a}{b}, x^{n} and \\\\\\\\boxed{}.'"))
+    assert validate_dataset(load_config(cfg).datasets[0]) == 2
+
+
+async def test_incompatible_store_schema_exit_2_and_keeps_the_store(server, tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 4)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    assert (await run_cli(cfg, tmp_path / "w", server)).returncode == 0
+    con = sqlite3.connect(tmp_path / "w" / "harness.db")
+    con.execute("UPDATE meta SET value='99' WHERE name='schema_version'")
+    con.commit()
+    con.close()
+    before = server.stats.total
+    result = await run_cli(cfg, tmp_path / "w", server)
+    assert result.returncode == 2 and b"schema version 99" in result.stderr
+    assert server.stats.total == before
+    con = sqlite3.connect(tmp_path / "w" / "harness.db")
+    assert con.execute("SELECT count(*) FROM predictions").fetchone() == (4,)
+    con.close()
+
+
+async def test_bad_row_in_later_run_loses_nothing_already_stored(server, tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 6)
+    cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(server.base_url)])
+    await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    with open(data, "a") as fh:
+        fh.write("not json\n")
+    with pytest.raises(DatasetError, match=r"a\.jsonl:7"):
+        await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    data.write_text("\n".join(data.read_text().splitlines()[:6]) + "\n")
+    before = server.stats.total
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert server.stats.total == before and report.result("arith")["total"] == 6
+
+
+async def test_second_process_on_the_same_work_dir_is_refused(tmp_path):
+    from harness.testing import FakeOpenAI
+
+    data = write_arith(tmp_path / "a.jsonl", 200)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    async with FakeOpenAI(responder=arith_reply, latency=0.05) as srv:
+        args = cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--model-base-url",
+                   srv.base_url, "--model", "fake-model", "-c", "2")
+        first = await anyio.open_process(args, env=env())
+        async with first:
+            with anyio.fail_after(30):
+                while srv.stats.total == 0:
+                    await anyio.sleep(0.01)
+            second = await anyio.run_process(args, env=env(), check=False)
+            # A run on another work directory shares nothing and goes ahead meanwhile.
+            other = list(args)
+            other[other.index(str(tmp_path / "w"))] = str(tmp_path / "w2")
+            other[other.index("run") + 1] = str(write_config(tmp_path / "cfg2.py",
+                                                             write_arith(tmp_path / "b.jsonl", 5)))
+            third = await anyio.run_process(other, env=env(), check=False)
+            first.terminate()
+            await first.wait()
+    assert second.returncode == 2
+    assert b"another harness process is using this work directory" in second.stderr
+    assert third.returncode == 0, third.stderr.decode()
