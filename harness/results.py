@@ -11,7 +11,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO
 
 from .records import SCORED_STATUSES, SampleResult
 
@@ -41,14 +41,16 @@ class Accumulator:
     # per-sample results the metrics need, nothing more.
     _per_sample: dict[int, list[int]] = field(default_factory=dict)
     _per_replica: dict[int, list[int]] = field(default_factory=dict)
-    _fh: TextIO | None = None
+    _fh: BinaryIO | None = None
+    _written: int = 0
     _offsets: list[tuple[int, int, int, int]] = field(default_factory=list)
 
     def open(self) -> None:
         """Start a fresh details file (every run rewrites it from all samples)."""
         if self.details_path is not None:
             self.details_path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.details_path.with_suffix(".jsonl.part"), "w", encoding="utf-8")
+            self._fh = open(self.details_path.with_suffix(".jsonl.part"), "wb")
+            self._written = 0
 
     def add(self, result: SampleResult) -> None:
         """Count one result and append its details row."""
@@ -72,10 +74,11 @@ class Accumulator:
             self.judge_errors += result.judge_status == "error"
             self.judge_cached += result.judge_cached
         if self._fh is not None:
-            line = json.dumps(result.to_json(), ensure_ascii=False, default=str) + "\n"
-            offset = self._fh.tell()
+            line = (json.dumps(result.to_json(), ensure_ascii=False, default=str) + "\n").encode()
+            # Offsets are counted, not asked for: tell() on a file costs more than the write.
             self._fh.write(line)
-            self._offsets.append((result.index, result.replica, offset, len(line.encode())))
+            self._offsets.append((result.index, result.replica, self._written, len(line)))
+            self._written += len(line)
 
     def close(self) -> None:
         """Finish the details file in (index, replica) order."""
