@@ -69,12 +69,20 @@ class MATHVerifyEvaluator(BaseEvaluator):
 _DELIMITERS = ("$", "\\boxed", "\\fbox", "\\(", "\\[")
 
 
+_TEXT_COMMANDS = re.compile(r"\\(?:text|mathrm|mbox|textbf|operatorname|begin|end)\{[^{}]*\}")
+
+
 def _looks_bare(text: str) -> bool:
-    """True for a short expression without delimiters or prose (``\\frac{1}{2}``, ``(3, \\pi/2)``)."""
-    if len(text) > 120 or any(d in text for d in _DELIMITERS):
+    """True for a short expression without delimiters or prose (``\\frac{1}{2}``,
+    ``(3, \\pi/2)``, ``\\text{Evelyn}``, a ``pmatrix``, ``\\$36``)."""
+    if len(text) > 300:
         return False
-    words = re.findall(r"(?<![\\A-Za-z])[A-Za-z]{4,}", text)
-    return not words
+    # Words inside \text{...} or environment names are part of an answer, not prose,
+    # and an escaped dollar is a currency sign, not a math delimiter.
+    core = _TEXT_COMMANDS.sub("", text).replace("\\$", "")
+    if any(d in core for d in _DELIMITERS):
+        return False
+    return not re.findall(r"(?<![\\A-Za-z])[A-Za-z]{4,}", core)
 
 
 def _show(value: Any) -> str:

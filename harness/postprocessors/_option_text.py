@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ._commit import HEDGE, Candidate, committed_clause
 from ._text import span_after
@@ -30,7 +30,8 @@ _CUE = re.compile(
     r"\s*(?:is|would\s+be|should\s+be|must\s+be|will\s+be|=|:)\s*[:：]?)"
 )
 _LEAD = re.compile(r"^(?:that|option|choice)\s+", re.IGNORECASE)
-_CLAUSE = re.compile(r"\s*(?:[,;(]|\s[-–—]\s|\b(?:because|since|as|which|so|for)\b)", re.IGNORECASE)
+_CLAUSE = re.compile(r"\s*(?:[,;(]|\s[-–—]\s|\b(?:because|since|as|which|so|for)\b)",
+                     re.IGNORECASE)
 _HEDGE_SPLIT = re.compile(r"\s*,?\s*\b(?:either|or|and/or)\b\s*", re.IGNORECASE)
 _STOPWORDS = frozenset("a an the is are of to in on at from and".split())
 _MONTHS = {m: i for i, m in enumerate(
@@ -42,7 +43,8 @@ _DATES = [
     re.compile(rf"\b(?:the\s+)?{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(?P<year>\d{{4}})\b"),
     re.compile(r"\b(?P<mm>\d{1,2})[/-](?P<day>\d{1,2})[/-](?P<year>\d{4})\b"),
 ]
-_WORD = re.compile(r"[a-z0-9]+(?:[/.'-][a-z0-9]+)*")
+# A word, or a letter in parentheses: "(a)" names an option, it is not the article "a".
+_WORD = re.compile(r"\([a-z]\)|[a-z0-9]+(?:[/.'-][a-z0-9]+)*")
 
 
 def option_texts(test_item: Mapping[str, Any] | None, letters: str) -> dict[str, str]:
@@ -103,24 +105,34 @@ def _fragment_of(part: tuple[str, ...], whole: tuple[str, ...]) -> bool:
     return any(whole[i:i + n] == part for i in range(len(whole) - n + 1))
 
 
+def _clean(span: str) -> str:
+    # Dates first: "December 14, 1937, ten days before" has its clause break after 1937.
+    return _LEAD.sub("", _canonical(span).strip().strip("\"'`*").strip())
+
+
+def exact(span: str, texts: Mapping[str, tuple[str, ...]]) -> str | None:
+    """The letter of the one option whose whole text ``span`` is, or None."""
+    said = words(_clean(span))
+    hits = [L for L, t in texts.items() if said and t == said]
+    return hits[0] if len(hits) == 1 else None
+
+
 def match(span: str, texts: Mapping[str, tuple[str, ...]]) -> Any:
     """The letter whose option ``span`` names, HEDGE for "X or Y", or None."""
-    # Dates first: "December 14, 1937, ten days before" has its clause break after 1937.
-    span = _LEAD.sub("", _canonical(span).strip().strip("\"'`*").strip())
+    span = _clean(span)
     said = words(span)
-    if not said:
-        return None
-    exact = [L for L, t in texts.items() if t == said]
-    if len(exact) == 1:
-        return exact[0]
+    if not said or (len(said) == 1 and len(said[0]) == 1):
+        return None  # nothing, or a bare letter ("the answer is D"): letters are read elsewhere
+    found = exact(span, texts)
+    if found:
+        return found
     parts = [words(p) for p in _HEDGE_SPLIT.split(span) if p.strip()]
     named = {L for p in parts for L, t in texts.items() if t == p}
     if len(parts) > 1 and len(named) > 1:
         return HEDGE
-    first = words(_CLAUSE.split(span, maxsplit=1)[0])
-    exact = [L for L, t in texts.items() if first and t == first]
-    if len(exact) == 1:
-        return exact[0]
+    found = exact(_CLAUSE.split(span, maxsplit=1)[0], texts)
+    if found:
+        return found
     if set(said) <= _STOPWORDS:
         return None
     fragments = [L for L, t in texts.items() if _fragment_of(said, t)]
@@ -128,11 +140,12 @@ def match(span: str, texts: Mapping[str, tuple[str, ...]]) -> Any:
 
 
 def text_statements(reply: str, options: Mapping[str, str],
-                    has_letter: Any) -> list[Candidate]:
+                    has_letter: Callable[[int, int], bool]) -> list[Candidate]:
     """Answer statements ("the answer is …") whose text names exactly one option.
 
-    ``has_letter(start, end)`` tells whether an option letter already stands in that
-    stretch of the reply; such a statement is read by its letter, not here.
+    ``has_letter(start, end)`` tells whether an option letter stands in that stretch of
+    the reply; such a statement is read by its letter ("12/14/1937 (D)"), not here,
+    unless the whole statement is one option's text ("vitamin D.").
     """
     texts = {L: words(t) for L, t in options.items()}
     found = []
@@ -140,7 +153,7 @@ def text_statements(reply: str, options: Mapping[str, str],
         if not committed_clause(reply, m.start()):
             continue
         span = span_after(reply, m.end())
-        if has_letter(m.end(), m.end() + len(span)):
+        if has_letter(m.end(), m.end() + len(span)) and not exact(span, texts):
             continue
         letter = match(span, texts)
         if letter is not None:
@@ -153,6 +166,4 @@ def bare_option(reply: str, options: Mapping[str, str]) -> str | None:
     lines = [line for line in reply.splitlines() if line.strip()]
     if len(lines) != 1:
         return None
-    said = words(lines[0])
-    hits = [L for L, t in options.items() if said and words(t) == said]
-    return hits[0] if len(hits) == 1 else None
+    return exact(lines[0], {L: words(t) for L, t in options.items()})

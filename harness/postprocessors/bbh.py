@@ -31,7 +31,7 @@ def bbh_mcq_postprocess(text: Any, test_item: Mapping[str, Any] | None = None) -
     upper-case letter anywhere, so "Let's think" gives L).
 
     With the dataset row (``test_item``, passed by the pipeline) the options listed in
-    its ``input`` ("Options:\n(A) 12/14/2026\n…") are the only valid letters, and a
+    its ``input`` ("Options:\\n(A) 12/14/2026\\n…") are the only valid letters, and a
     statement naming one option's text ("So the answer is 12/14/1937.") gives that
     option's letter. A gold ``'(B)'`` has no statement and is read as before.
     """
@@ -45,9 +45,19 @@ _CUE = re.compile(
     r"|will\s+be|=|:)\s*[:：]?)"
 )
 _HEDGE = re.compile(r"(?:either\s+)?(\S+)\s+or\s+(\S+)")
-_YES_NO = re.compile(r"(yes|no)(?:$|[,.;:!]|\s+(?:because|since|as)\b)")
-_TRUE_FALSE = re.compile(r"(true|false)(?:$|[,.;:!]|\s+(?:because|since|as)\b)")
-_VALID = re.compile(r"(?:the\s+argument\s+is\s+)?(?:deductively\s+)?(not\s+valid|invalid|valid)\b")
+# A label may be followed by its reason: "yes, because …", "yes (Bob tells the truth)".
+_REASON = r"(?:$|[,.;:!]|\s*[(\[]|\s+[-–—]|\s+(?:because|since|as)\b)"
+_YES_NO = re.compile(rf"(yes|no){_REASON}")
+_TRUE_FALSE = re.compile(rf"(true|false){_REASON}")
+_VALID = re.compile(r"(?:the\s+argument\s+is\s+)?(not\s+)?(?:deductively\s+)?(valid|invalid)\b")
+# Words before a count that a grader reads past: "a total of 12", "I have twelve fruits".
+_COUNT_LEAD = re.compile(
+    r"(?:(?:a\s+)?total\s+(?:of\s+)?|(?:i|we|you)\s+have\s+|there\s+(?:are|is)\s+"
+    r"|it\s+is\s+|it's\s+|exactly\s+)+"
+)
+# "7, not 8" and "not 8 but 7" settle on 7 (a label or a number only, see _atom).
+_CONTRAST = re.compile(r"(?P<kept>.+?)\s*,\s*(?:and\s+)?not\s+.+|not\s+.+?,?\s+but\s+(?P<but>.+)")
+_LATEX = re.compile(r"\\(?:boxed|text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
 _BRACKETS = "()[]{}<>"
 
 
@@ -66,22 +76,8 @@ def _number(low: str) -> str | None:
     return None
 
 
-def normalize_freeform(answer: str) -> Any:
-    """The canonical form of one free-form BBH answer ('' when empty, HEDGE for "X or Y").
-
-    ``Yes``/``No``, ``True``/``False`` and ``valid``/``invalid`` in any case and with
-    trailing reasons; numbers in digits; bracket sequences spaced (``'[(]'`` → ``'[ ( ]'``,
-    the Dyck gold format); anything else a lower-case word list with commas and extra
-    spaces removed (``'Apple, banana'`` → ``'apple banana'``, the word-sorting format).
-    """
-    value = answer.strip().strip("\"'`*").strip()
-    value = re.sub(r"[.。]+$", "", value).strip().strip("\"'`*").strip()
-    if not value:
-        return ""
-    low = value.lower()
-    hedge = _HEDGE.fullmatch(low)
-    if hedge and hedge.group(1) != hedge.group(2):
-        return HEDGE
+def _atom(low: str) -> str | None:
+    """A label (Yes/No, True/False, valid/invalid) or a number, canonical; else None."""
     for pattern, names in ((_YES_NO, {"yes": "Yes", "no": "No"}),
                            (_TRUE_FALSE, {"true": "True", "false": "False"})):
         m = pattern.match(low)
@@ -89,12 +85,50 @@ def normalize_freeform(answer: str) -> Any:
             return names[m.group(1)]
     m = _VALID.match(low)
     if m:
-        return "valid" if m.group(1) == "valid" else "invalid"
+        # "not valid" and "invalid" are one answer; "not invalid" is valid.
+        return "invalid" if bool(m.group(1)) != (m.group(2) == "invalid") else "valid"
     number = _number(low)
-    if number is not None:
-        return number
+    if number is None:
+        lead = _COUNT_LEAD.match(low)
+        number = _number(low[lead.end():]) if lead else None
+    if number is None and "=" in low:
+        # "A - B = 46 - 22 = 24": a computation stated as the answer gives its result.
+        number = _number(low.rsplit("=", 1)[1])
+    return number
+
+
+def normalize_freeform(answer: str) -> Any:
+    """The canonical form of one free-form BBH answer ('' when empty, HEDGE for "X or Y").
+
+    ``Yes``/``No``, ``True``/``False`` and ``valid``/``invalid`` in any case and with
+    trailing reasons ("not valid" is ``invalid``); numbers in digits, also when written
+    as words or after "a total of"; "7, not 8" is 7; bracket sequences spaced
+    (``'[(]'`` → ``'[ ( ]'``, the Dyck gold format); anything else a lower-case word
+    list without commas, quotes, a list's final "and" or extra spaces (``'Apple,
+    banana, and cherry'`` → ``'apple banana cherry'``, the word-sorting format).
+    """
+    value = _LATEX.sub(r"\1", _LATEX.sub(r"\1", answer))
+    value = re.sub(r"\$|\\[()\[\]]", "", value).strip().strip("\"'`*").strip()
+    value = re.sub(r"[.。]+$", "", value).strip().strip("\"'`*").strip()
+    if not value:
+        return ""
+    low = re.sub(r"^that\s+", "", value.lower())
+    hedge = _HEDGE.fullmatch(low)
+    if hedge and hedge.group(1) != hedge.group(2):
+        return HEDGE
+    atom = _atom(low)
+    if atom is not None:
+        return atom
+    contrast = _CONTRAST.fullmatch(low)
+    if contrast:
+        atom = _atom(contrast.group("kept") or contrast.group("but"))
+        if atom is not None:
+            return atom
     if all(c in _BRACKETS or c.isspace() or c == "," for c in value):
         return " ".join(c for c in value if c in _BRACKETS)
+    if "," in low:
+        low = re.sub(r",\s*and\s+", ", ", low)  # "a, b, and c": the Oxford comma's "and"
+    low = re.sub(r"(?<![\w])'|'(?!\w)", " ", low)  # quotes around words, not "don't"
     return " ".join(re.sub(r"[^\w\s'-]", " ", low).split())
 
 
