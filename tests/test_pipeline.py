@@ -188,3 +188,22 @@ async def test_evaluate_accepts_dataset_dicts_without_a_config_file(server, arit
     report = await harness.evaluate(datasets=[dataset], models=[model_cfg(server.base_url)],
                                     work_dir=tmp_path / "w")
     assert report.result("arith")["correct"] == expected_correct(40)
+
+
+async def test_several_datasets_and_models_share_one_run_and_one_table(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 8)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    text = cfg.read_text().replace("datasets = [dict(", "datasets = [dict(").rstrip()
+    text += "\ndatasets.append(dict(datasets[0], abbr='arith-copy'))\n"
+    cfg.write_text(text)
+    async with FakeOpenAI(responder=arith_reply, models=("m-a", "m-b")) as srv:
+        models = [dict(abbr="a", path="m-a", openai_api_base=srv.base_url),
+                  dict(abbr="b", path="m-b", openai_api_base=srv.base_url)]
+        report = await harness.evaluate(cfg, models=models, work_dir=tmp_path / "w")
+        assert srv.stats.total == 2 * 2 * 8
+    assert {(s["model"], s["dataset"]) for s in report.summaries} == {
+        ("a", "arith"), ("a", "arith-copy"), ("b", "arith"), ("b", "arith-copy")}
+    header, rule, *rows = report.table().splitlines()
+    assert header.split()[:3] == ["dataset", "a", "b"]
+    assert [r.split()[0] for r in rows] == ["arith", "arith-copy"]
+    assert (tmp_path / "w" / "details" / "b" / "arith-copy.jsonl").is_file()
