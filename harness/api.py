@@ -79,9 +79,9 @@ async def evaluate(config: str | Path | RunConfig | None = None, *,
     async with open_run(config, datasets=datasets, models=models, work_dir=work_dir,
                         mode=mode, concurrency=concurrency, limit=limit,
                         overrides=overrides, dump_details=dump_details, progress=progress,
-                        show_progress=show_progress) as run:
-        async for _ in run:
-            pass
+                        show_progress=show_progress, _stream=False) as run:
+        await run.finished.wait()
+    assert run.report is not None
     return run.report
 
 
@@ -91,6 +91,8 @@ class Run:
     def __init__(self, receive: Any) -> None:
         self._receive = receive
         self.report: RunReport | None = None
+        #: Set when every sample has been processed (the report follows on exit).
+        self.finished = anyio.Event()
 
     def __aiter__(self) -> AsyncIterator[SampleResult]:
         return self._receive.__aiter__()
@@ -103,8 +105,8 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
                    work_dir: str | Path | None = None, mode: Mode = "all",
                    concurrency: int = 64, limit: int | None = None,
                    overrides: ModelOverrides = ModelOverrides(), dump_details: bool = True,
-                   progress: Progress | None = None,
-                   show_progress: bool = False) -> AsyncIterator[Run]:
+                   progress: Progress | None = None, show_progress: bool = False,
+                   _stream: bool = True) -> AsyncIterator[Run]:
     """Start an evaluation; yields a ``Run`` to iterate per-sample results from.
 
     Leaving the block early cancels the run (stored results stay stored). After the
@@ -132,7 +134,7 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
                             progress)
         send, receive = anyio.create_memory_object_stream[SampleResult](0)
         run = Run(receive)
-        finished = anyio.Event()
+        finished = run.finished
         printer = anyio.CancelScope()
         try:
             async with anyio.create_task_group() as tg:
@@ -142,7 +144,8 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
                 async def drive() -> None:
                     try:
                         async with send:
-                            await pipeline.run(send)
+                            # evaluate() reads no per-sample results: skip the hand-over.
+                            await pipeline.run(send if _stream else None)
                         finished.set()
                     finally:
                         printer.cancel()

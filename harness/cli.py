@@ -7,6 +7,7 @@ Kept light on purpose: only ``argparse`` is imported before a command runs, so
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from typing import Sequence
 
@@ -23,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="evaluate the datasets and models of a config file",
                          description="Evaluate a config. With no endpoint configured, the "
                          "embedded local model is started and evaluated.")
-    run.add_argument("config", help="Python config file defining `datasets` (and `models`)")
+    run.add_argument("config", help="Python config file defining `datasets` (and "
+                     "`models`), or the name of a shipped config (see `harness list`)")
     run.add_argument("-w", "--work-dir", help="output directory; reusing it resumes and "
                      "reuses stored predictions (default: the config's work_dir, else "
                      "outputs/<config name>)")
@@ -50,30 +52,57 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dump-extract-rate", action="store_true",
                      help="print the extract rate (it is always in the results JSON)")
     run.add_argument("-q", "--quiet", action="store_true", help="no live progress")
+    _add_report_commands(sub)
     return parser
+
+
+def _add_report_commands(sub: argparse._SubParsersAction) -> None:
+    report = sub.add_parser("report", help="write a self-contained HTML report of a work "
+                            "directory", description="Write one HTML file (no network "
+                            "needed to view it): summary table, per-dataset breakdown "
+                            "charts, a sample browser with filters, and judge cost.")
+    report.add_argument("work_dir", help="a run's work directory")
+    report.add_argument("-o", "--output", help="HTML file to write (default: "
+                        "WORK_DIR/report.html)")
+    report.add_argument("--max-samples", type=int, default=2000, metavar="N",
+                        help="samples embedded per (model, dataset), wrong and "
+                        "disagreeing ones first (default 2000)")
+    compare = sub.add_parser("compare", help="compare two work directories sample by sample",
+                             description="For every (model, dataset) in both work "
+                             "directories: the samples whose verdict changed, fixed/broken "
+                             "counts, and the accuracy difference with a paired 95%% "
+                             "confidence interval.")
+    compare.add_argument("work_dir_a", help="the baseline run's work directory")
+    compare.add_argument("work_dir_b", help="the run to compare with it")
+    compare.add_argument("--json", action="store_true", help="machine-readable output")
+    compare.add_argument("--max-changed", type=int, default=200, metavar="N",
+                         help="changed samples listed per dataset (0 = all; default 200)")
+    sub.add_parser("list", help="list shipped datasets, postprocessors, evaluators and "
+                   "judge templates")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m harness``; returns the exit code."""
     args = build_parser().parse_args(argv)
-    if args.command == "run":
-        return _run(args)
-    return EXIT_CONFIG  # pragma: no cover - argparse enforces the command
+    commands = {"run": _run, "report": _report, "compare": _compare, "list": _list}
+    return commands[args.command](args)
 
 
 def _run(args: argparse.Namespace) -> int:
     import anyio
 
+    from .catalog import resolve_config
     from .errors import HarnessError
     from .models import ModelOverrides
 
+    config = resolve_config(args.config)
     overrides = ModelOverrides(args.model_base_url, args.model, args.api_key_env,
                                args.timeout, args.max_attempts)
 
     async def go():
         from .api import evaluate
 
-        return await evaluate(args.config, work_dir=args.work_dir, mode=args.mode,
+        return await evaluate(config, work_dir=args.work_dir, mode=args.mode,
                               concurrency=args.concurrency, limit=args.limit,
                               overrides=overrides, dump_details=args.dump_details,
                               show_progress=not args.quiet)
@@ -96,10 +125,49 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"extract rate {s['model']}/{s['dataset']}: {s['extract_rate']:.2f}%")
     print(f"\nresults: {report.work_dir}/results  details: {report.work_dir}/details  "
           f"({report.elapsed:.1f}s)")
+    print(f"report: python -m harness report {shlex.quote(str(report.work_dir))}")
     if report.failed:
         print(f"{report.failed} samples failed (see 'error' in the details); run the same "
               "command again to retry only those.", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
+    return EXIT_OK
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .errors import HarnessError
+    from .report import write_report
+
+    try:
+        path = write_report(args.work_dir, args.output, cap=max(0, args.max_samples))
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
+    print(f"report: {path}")
+    return EXIT_OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    import json
+
+    from .compare import compare_dirs, format_text
+    from .errors import HarnessError
+
+    try:
+        result = compare_dirs(args.work_dir_a, args.work_dir_b)
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return getattr(exc, "exit_code", 1)
+    if args.json:
+        print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
+    else:
+        print(format_text(result, args.max_changed))
+    return EXIT_OK
+
+
+def _list(args: argparse.Namespace) -> int:
+    from .catalog import catalog_text
+
+    print(catalog_text(), end="")
     return EXIT_OK
 
 

@@ -7,6 +7,7 @@ model replies are untrusted and may contain markup or ``</script>``.
 
 from __future__ import annotations
 
+#: The page's stylesheet; category badge colours are appended from ``svg.COLORS``.
 CSS = """
 :root { --fg: #1f2933; --muted: #616e7c; --line: #d9e2ec; --bg: #f5f7fa; --accent: #1e88e5; }
 * { box-sizing: border-box; }
@@ -22,7 +23,9 @@ nav { margin: 10px 0 18px; }
 nav a { margin-right: 14px; color: var(--accent); }
 .card { background: #fff; border: 1px solid var(--line); border-radius: 8px;
         padding: 16px 18px; margin: 16px 0; }
-table { border-collapse: collapse; width: 100%; }
+table { border-collapse: collapse; }
+table.samples { width: 100%; }
+table.summary td { min-width: 220px; }
 th, td { text-align: left; padding: 6px 8px; border-bottom: 1px solid var(--line);
          vertical-align: top; }
 th { background: #f0f4f8; font-weight: 600; font-size: 13px; }
@@ -60,6 +63,8 @@ tr.open { background: #e8f1fb; }
 .bad { color: #c62828; font-weight: 600; }
 """
 
+#: The sample browser: reads the JSON island, draws filters and rows, sets
+#: ``data-ready`` on ``<html>`` when done (the browser test waits for it).
 JS = r"""
 (function () {
   "use strict";
@@ -83,8 +88,8 @@ JS = r"""
   }
   function judgeText(s) {
     if (!s.judge) return "";
-    if (s.judge.status === "ok") return s.judge.verdict + (s.judge.correct ? " (correct)" : " (wrong)");
-    return s.judge.status;
+    if (s.judge.status !== "ok") return s.judge.status;
+    return s.judge.verdict + (s.judge.correct ? " (correct)" : " (wrong)");
   }
 
   function detail(s, labels) {
@@ -136,8 +141,13 @@ JS = r"""
       var b = el("button", "filter", f.label);
       b.type = "button";
       b.dataset.filter = f.key;
-      b.appendChild(el("span", "n", f.count));
-      b.addEventListener("click", function () { state.filter = f.key; state.limit = PAGE; draw(); });
+      // Under a cap, "embedded/total": the button lists only what the page holds.
+      b.appendChild(el("span", "n", f.total > f.count ? f.count + "/" + f.total : f.count));
+      b.addEventListener("click", function () {
+        state.filter = f.key;
+        state.limit = PAGE;
+        draw();
+      });
       bar.appendChild(b);
       return b;
     });
@@ -147,7 +157,11 @@ JS = r"""
     var cols = [["#", "8%"], ["result", "13%"], ["extracted", "15%"], ["reference", "15%"]];
     if (judged) cols.push(["judge", "12%"]);
     cols.push(["raw reply (first line)", judged ? "37%" : "49%"]);
-    cols.forEach(function (c) { var th = el("th", null, c[0]); th.style.width = c[1]; head.appendChild(th); });
+    cols.forEach(function (c) {
+      var th = el("th", null, c[0]);
+      th.style.width = c[1];
+      head.appendChild(th);
+    });
     table.appendChild(el("thead")).appendChild(head);
     var body = table.appendChild(el("tbody"));
     var more = el("button", "filter more", "show more");
@@ -167,7 +181,8 @@ JS = r"""
       pred.title = s.pred || "";
       tr.append(pred, el("td", null, s.reference));
       if (judged) tr.appendChild(el("td", null, judgeText(s)));
-      tr.appendChild(el("td", null, firstLine(s.reply)));
+      var start = s.reply ? firstLine(s.reply) : s.error ? "error: " + firstLine(s.error) : "";
+      tr.appendChild(el("td", s.reply ? null : "bad", start));
       var open = null;
       function toggle() {
         if (open) { open.remove(); open = null; tr.classList.remove("open"); return; }

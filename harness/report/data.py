@@ -10,6 +10,7 @@ into HTML and never reads the work directory itself.
 from __future__ import annotations
 
 import datetime as _dt
+import heapq
 import json
 from pathlib import Path
 from typing import Any
@@ -105,12 +106,32 @@ def flags_of(row: dict[str, Any], category: str) -> list[str]:
 
 
 def priority(flags: list[str]) -> int:
-    """Which samples survive the cap first: disagreements, failures, wrong, then the rest."""
+    """The class a sample competes in for the cap: 0 disagreements and rescues,
+    1 failures (errors, unparsed verdicts), 2 other wrong answers, 3 the rest."""
     if "disagree" in flags or "rescued" in flags:
         return 0
     if "errors" in flags or "unparsed" in flags:
         return 1
     return 2 if "wrong" in flags else 3
+
+
+def share_cap(sizes: list[int], cap: int) -> list[int]:
+    """How many samples of each priority class to keep under ``cap``.
+
+    Classes 0-2 share the cap evenly (a class that needs less leaves its share to the
+    others), so ten thousand rescues cannot crowd every wrong answer off the page;
+    class 3 (correct, undisputed) gets what remains.
+    """
+    takes = [0] * len(sizes)
+    remaining = cap
+    interesting = sorted((n, c) for c, n in enumerate(sizes[:3]))
+    for i, (n, c) in enumerate(interesting):
+        takes[c] = min(n, remaining // (len(interesting) - i))
+        remaining -= takes[c]
+    for c in range(3, len(sizes)):
+        takes[c] = min(sizes[c], remaining)
+        remaining -= takes[c]
+    return takes
 
 
 def filters_for(kind: str) -> list[str]:
@@ -152,39 +173,49 @@ def gather_section(work_dir: str | Path, summary: dict[str, Any],
                    cap: int = DEFAULT_CAP) -> dict[str, Any]:
     """Breakdown, filter counts and the capped samples of one (model, dataset).
 
-    The details file is read twice: once to count every sample and rank it (keeping
-    only small keys), once to load the ``cap`` samples that rank first. Memory stays
-    bounded by ``cap`` whatever the size of the run.
+    The details file is read twice: once to count every sample while one heap per
+    priority class keeps the class's first ``cap`` samples as small keys, once to load
+    the rows ``share_cap`` picks from them. Memory stays bounded by ``cap`` whatever
+    the size of the run.
     """
     kind = kind_of(summary)
-    bars = bars_for(kind)
-    keys = filters_for(kind)
+    bars, keys = bars_for(kind), filters_for(kind)
     counts = dict.fromkeys(bars, 0)
     filter_counts = dict.fromkeys(keys, 0)
-    ranked: list[tuple[int, int, int, int, str, list[str]]] = []
+    # Per priority class, the first ``cap`` samples in sample order (negated: max-heaps).
+    heaps: list[list[tuple[int, int, int]]] = [[], [], [], []]
+    total = 0
     path = details_path(work_dir, summary["model"], summary["dataset"])
     has_details = path.is_file()
-    if has_details:
-        for offset, row in iter_details(path):
-            category = categorize(row, kind)
-            flags = flags_of(row, category)
-            counts[category] = counts.get(category, 0) + 1
-            for flag in ["all", *flags]:
-                if flag in filter_counts:
-                    filter_counts[flag] += 1
-            ranked.append((priority(flags), _int(row.get("index")), _int(row.get("replica")),
-                           offset, category, flags))
-    ranked.sort()
-    kept = sorted(ranked[:cap], key=lambda r: (r[1], r[2]))
-    rows = read_rows_at(path, [r[3] for r in kept]) if kept else []
-    samples = [sample_view(row, r[4], r[5]) for row, r in zip(rows, kept)]
+    for offset, row in iter_details(path) if has_details else ():
+        total += 1
+        category = categorize(row, kind)
+        flags = flags_of(row, category)
+        counts[category] = counts.get(category, 0) + 1
+        for flag in ["all", *flags]:
+            if flag in filter_counts:
+                filter_counts[flag] += 1
+        heap = heaps[priority(flags)]
+        key = (-_int(row.get("index")), -_int(row.get("replica")), offset)
+        if len(heap) < cap:
+            heapq.heappush(heap, key)
+        elif cap and key > heap[0]:
+            heapq.heapreplace(heap, key)
+    kept: list[tuple[int, int, int]] = []
+    for heap, take in zip(heaps, share_cap([len(h) for h in heaps], cap)):
+        kept += sorted(heap, reverse=True)[:take]
+    kept.sort(reverse=True)  # back in sample order
+    samples = []
+    for row in read_rows_at(path, [k[2] for k in kept]) if kept else []:
+        category = categorize(row, kind)
+        samples.append(sample_view(row, category, flags_of(row, category)))
     return {
         "model": summary["model"], "dataset": summary["dataset"], "kind": kind,
         "judge_mode": summary.get("judge_mode"), "has_details": has_details,
         "breakdown": [{"key": k, "label": label, "count": counts.get(k, 0)}
                       for k, label in bars.items()]
         + [{"key": k, "label": k, "count": n} for k, n in counts.items() if k not in bars],
-        "total_samples": len(ranked), "embedded": len(samples), "cap": cap,
+        "total_samples": total, "embedded": len(samples), "cap": cap,
         "filters": [{"key": k, "label": FILTERS[k],
                      "count": sum(k == "all" or k in s["flags"] for s in samples),
                      "total": filter_counts[k]} for k in keys],

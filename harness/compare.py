@@ -1,0 +1,150 @@
+"""``python -m harness compare A B``: which samples changed verdict between two runs.
+
+Runs are compared per (model, dataset) present in both work directories, sample by
+sample: rows are matched by ``(index, replica)`` from the details JSONL, and only
+samples scored in both runs count (a model error in either is left out and counted
+as unmatched).
+
+**The interval is paired.** For the n matched samples let ``d_i = b_i - a_i`` where
+``a_i, b_i`` are 1 for correct and 0 for wrong, so ``d_i`` is +1 for a fixed sample,
+-1 for a broken one and 0 otherwise. The accuracy difference is the mean
+``d̄ = (fixed - broken) / n``, and its 95% interval is the normal one over the
+per-sample differences::
+
+    d̄ ± 1.96 · s_d / √n,   s_d² = Σ (d_i - d̄)² / (n - 1) = (fixed + broken - n·d̄²) / (n - 1)
+
+Because both runs score the same samples, only the samples that changed carry
+variance; two independent intervals would count the variation between samples twice
+and be far wider. With fewer than two pairs there is no interval (``None``). Numbers
+are in percentage points.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from .report.workdir import details_path, iter_details, load_summaries
+
+#: The two-sided 95% normal quantile.
+Z95 = 1.959963984540054
+_SCORED = frozenset({"ok", "extract_failed", "timeout"})
+_PRED_CHARS = 200
+
+
+def paired_interval(fixed: int, broken: int, n: int) -> list[float] | None:
+    """95% normal interval, in points, for the paired accuracy difference (see above)."""
+    if n < 2:
+        return None
+    mean = (fixed - broken) / n
+    var = max(0.0, (fixed + broken - n * mean * mean) / (n - 1))
+    half = Z95 * math.sqrt(var / n)
+    return [100 * (mean - half), 100 * (mean + half)]
+
+
+def load_verdicts(path: Path) -> dict[tuple[int, int], tuple[Any, bool]]:
+    """``(index, replica) → (extracted answer, correct)`` for the scored rows of a file."""
+    out: dict[tuple[int, int], tuple[Any, bool]] = {}
+    if not path.is_file():
+        return out
+    for _, row in iter_details(path):
+        if row.get("status") in _SCORED and row.get("correct") is not None:
+            pred = row.get("pred")
+            if isinstance(pred, str) and len(pred) > _PRED_CHARS:
+                pred = pred[:_PRED_CHARS] + "…"
+            out[(row.get("index"), row.get("replica"))] = (pred, bool(row["correct"]))
+    return out
+
+
+def compare_verdicts(a: dict[tuple[int, int], tuple[Any, bool]],
+                     b: dict[tuple[int, int], tuple[Any, bool]]) -> dict[str, Any]:
+    """Counts, changed samples, accuracies and the paired difference of two runs."""
+    keys = sorted(a.keys() & b.keys(),
+                  key=lambda k: tuple(x if isinstance(x, int) else -1 for x in k))
+    changed = []
+    fixed = broken = correct_a = correct_b = 0
+    for key in keys:
+        (pred_a, ok_a), (pred_b, ok_b) = a[key], b[key]
+        correct_a += ok_a
+        correct_b += ok_b
+        if ok_a != ok_b:
+            fixed += ok_b
+            broken += ok_a
+            changed.append({"index": key[0], "replica": key[1], "a_pred": pred_a,
+                            "a_correct": ok_a, "b_pred": pred_b, "b_correct": ok_b})
+    n = len(keys)
+    return {
+        "paired": n, "unmatched_a": len(a) - n, "unmatched_b": len(b) - n,
+        "fixed": fixed, "broken": broken, "unchanged": n - fixed - broken,
+        "accuracy_a": 100 * correct_a / n if n else None,
+        "accuracy_b": 100 * correct_b / n if n else None,
+        "difference": 100 * (fixed - broken) / n if n else None,
+        "ci95": paired_interval(fixed, broken, n), "changed": changed,
+    }
+
+
+def compare_dirs(work_a: str | Path, work_b: str | Path) -> dict[str, Any]:
+    """The comparison of every (model, dataset) in both work directories."""
+    summaries_a = {(s["model"], s["dataset"]): s for s in load_summaries(work_a)}
+    summaries_b = {(s["model"], s["dataset"]): s for s in load_summaries(work_b)}
+    pairs = []
+    for model, dataset in sorted(summaries_a.keys() & summaries_b.keys()):
+        result = compare_verdicts(load_verdicts(details_path(work_a, model, dataset)),
+                                  load_verdicts(details_path(work_b, model, dataset)))
+        pairs.append({"model": model, "dataset": dataset, **result})
+    return {"a": str(work_a), "b": str(work_b), "pairs": pairs,
+            "only_in_a": [f"{m}/{d}" for m, d in sorted(summaries_a.keys() - summaries_b.keys())],
+            "only_in_b": [f"{m}/{d}" for m, d in sorted(summaries_b.keys() - summaries_a.keys())]}
+
+
+def format_text(result: dict[str, Any], max_changed: int = 200) -> str:
+    """The human-readable comparison (``max_changed`` samples listed per pair, 0 = all)."""
+    lines = [f"A: {result['a']}", f"B: {result['b']}"]
+    if not result["pairs"]:
+        lines.append("no (model, dataset) has results in both work directories")
+    for p in result["pairs"]:
+        lines += ["", f"{p['model']} / {p['dataset']}: {p['paired']} samples paired by "
+                  "(index, replica)"]
+        unmatched = p["unmatched_a"] + p["unmatched_b"]
+        if unmatched:
+            lines.append(f"  left out: {p['unmatched_a']} scored only in A, "
+                         f"{p['unmatched_b']} scored only in B")
+        if not p["paired"]:
+            continue
+        ci = p["ci95"]
+        ci_text = f"95% CI {ci[0]:+.2f} to {ci[1]:+.2f}" if ci else "no interval for n < 2"
+        lines.append(f"  accuracy A {p['accuracy_a']:.2f}%  B {p['accuracy_b']:.2f}%  "
+                     f"difference {p['difference']:+.2f} points ({ci_text}, paired)")
+        lines.append(f"  fixed {p['fixed']}  broken {p['broken']}  unchanged {p['unchanged']}")
+        lines += _changed_table(p["changed"], max_changed)
+    for side in ("a", "b"):
+        if result[f"only_in_{side}"]:
+            lines.append(f"\nonly in {side.upper()}: {', '.join(result[f'only_in_{side}'])}")
+    return "\n".join(lines)
+
+
+def _changed_table(changed: list[dict[str, Any]], max_changed: int) -> list[str]:
+    if not changed:
+        return []
+    shown = changed if max_changed <= 0 else changed[:max_changed]
+    rows = [["index", "replica", "A answer", "A", "B answer", "B"]]
+    for c in shown:
+        rows.append([str(c["index"]), str(c["replica"]), _short(c["a_pred"]),
+                     _mark(c["a_correct"]), _short(c["b_pred"]), _mark(c["b_correct"])])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = ["  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip()
+           for r in rows]
+    if len(shown) < len(changed):
+        out.append(f"  … and {len(changed) - len(shown)} more (--max-changed 0 lists all)")
+    return out
+
+
+def _short(pred: Any, width: int = 32) -> str:
+    text = json.dumps(pred, ensure_ascii=False, default=str)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _mark(correct: bool) -> str:
+    return "right" if correct else "wrong"

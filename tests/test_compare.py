@@ -1,0 +1,165 @@
+"""``harness compare``: changed samples, fixed/broken counts and the paired interval.
+
+The two work directories come from real runs against the fake server over the same
+questions, the second with a different answer-extraction postprocessor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+import harness
+from harness.compare import compare_dirs, compare_verdicts, format_text, paired_interval
+from harness.report.workdir import WorkDirError
+from harness.testing import FakeOpenAI
+
+from .helpers import model_cfg, write_arith, write_config
+
+ROOT = Path(__file__).resolve().parent.parent
+N = 20
+
+# B's postprocessor reads "N plus one" (fixing those replies) but takes the *first*
+# number otherwise, which breaks replies that restate the question before the answer.
+PLUS_ONE_PP = '''
+import re
+def plus_one_pp(text):
+    match = re.search(r"(\\d+) plus one", text)
+    if match:
+        return str(int(match.group(1)) + 1)
+    numbers = re.findall(r"\\d+", text)
+    return numbers[0] if numbers else ""
+'''
+
+
+def reply(body: dict) -> str:
+    """By ``a % 8``: 1, 5 "N-1 plus one" (fixed by B); 2 "a plus b makes N" (broken by
+    B); 3, 7 wrong for both; the rest plain and right for both."""
+    text = body["messages"][-1]["content"]
+    a, b = (int(x) for x in text.removeprefix("What is ").rstrip("?").split(" + "))
+    n = a + b
+    if a % 4 == 1:
+        return f"It is {n - 1} plus one."
+    if a % 8 == 2:
+        return f"{a} plus {b} makes {n}."
+    return f"The answer is {n + (a % 4 == 3)}."
+
+
+FIXED = [a for a in range(N) if a % 4 == 1]       # 1, 5, 9, 13, 17
+BROKEN = [a for a in range(N) if a % 8 == 2]      # 2, 10, 18
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("compare")
+
+    async def run() -> None:
+        data = write_arith(root / "a.jsonl", N)
+        async with FakeOpenAI(responder=reply) as srv:
+            models = [model_cfg(srv.base_url)]
+            cfg = write_config(root / "a.py", data, models=models)
+            await harness.evaluate(cfg, work_dir=root / "A")
+            cfg = write_config(root / "b.py", data, models=models, pred_pp="plus_one_pp",
+                               extra=PLUS_ONE_PP)
+            await harness.evaluate(cfg, work_dir=root / "B")
+
+    anyio.run(run)
+    return root / "A", root / "B"
+
+
+def test_changed_samples_are_the_fixed_and_broken_ones(two_runs):
+    (pair,) = compare_dirs(*two_runs)["pairs"]
+    assert (pair["model"], pair["dataset"]) == ("fake", "arith")
+    changed = {c["index"]: c for c in pair["changed"]}
+    assert sorted(changed) == sorted(FIXED + BROKEN)
+    assert changed[1] == {"index": 1, "replica": 0, "a_pred": "2", "a_correct": False,
+                          "b_pred": "3", "b_correct": True}
+    assert changed[2] == {"index": 2, "replica": 0, "a_pred": "5", "a_correct": True,
+                          "b_pred": "2", "b_correct": False}
+
+
+def test_counts_difference_and_paired_interval(two_runs):
+    (pair,) = compare_dirs(*two_runs)["pairs"]
+    assert (pair["fixed"], pair["broken"], pair["unchanged"]) == (5, 3, 12)
+    assert pair["paired"] == N and pair["unmatched_a"] == pair["unmatched_b"] == 0
+    assert pair["accuracy_a"] == pytest.approx(50.0)  # a % 4 in (0, 2)
+    assert pair["accuracy_b"] == pytest.approx(60.0)
+    assert pair["difference"] == pytest.approx(10.0)
+    # d̄ = 0.1, s² = (8 - 20·0.01)/19, half-width 1.96·√(s²/20) = 0.2808
+    assert pair["ci95"] == pytest.approx([-18.0804, 38.0804], abs=1e-3)
+
+
+def test_paired_interval_by_hand():
+    # d = three +1, one -1, six 0: d̄ = 0.2, s² = (4 - 10·0.04)/9 = 0.4, se = 0.2.
+    assert paired_interval(3, 1, 10) == pytest.approx([-19.1993, 59.1993], abs=1e-3)
+    assert paired_interval(0, 0, 10) == [0.0, 0.0]  # identical runs: no uncertainty
+    assert paired_interval(1, 0, 1) is None
+
+
+def test_unscored_and_missing_samples_are_left_out():
+    a = {(0, 0): ("1", True), (1, 0): ("2", False), (2, 0): ("3", True)}
+    b = {(0, 0): ("1", True), (1, 0): ("9", True), (3, 0): ("4", True)}
+    result = compare_verdicts(a, b)
+    assert result["paired"] == 2 and result["unmatched_a"] == 1 and result["unmatched_b"] == 1
+    assert (result["fixed"], result["broken"]) == (1, 0)
+
+
+def test_replicas_are_matched_separately():
+    a = {(0, 0): ("1", True), (0, 1): ("1", True)}
+    b = {(0, 0): ("1", True), (0, 1): ("2", False)}
+    result = compare_verdicts(a, b)
+    assert [(c["index"], c["replica"]) for c in result["changed"]] == [(0, 1)]
+
+
+def test_text_output_lists_changes(two_runs):
+    text = format_text(compare_dirs(*two_runs))
+    assert "fake / arith: 20 samples paired by (index, replica)" in text
+    assert "difference +10.00 points (95% CI -18.08 to +38.08, paired)" in text
+    assert "fixed 5  broken 3  unchanged 12" in text
+    assert len([line for line in text.splitlines() if line.endswith(("right", "wrong"))]) == 8
+    short = format_text(compare_dirs(*two_runs), max_changed=2)
+    assert "… and 6 more" in short
+
+
+def test_datasets_in_one_run_only_are_named(two_runs, tmp_path):
+    other = tmp_path / "C"
+    (other / "results" / "fake").mkdir(parents=True)
+    (other / "results" / "fake" / "other.json").write_text(json.dumps(
+        {"model": "fake", "dataset": "other", "total": 0, "scored": 0, "correct": 0}))
+    result = compare_dirs(two_runs[0], other)
+    assert result["pairs"] == [] and result["only_in_a"] == ["fake/arith"]
+    assert result["only_in_b"] == ["fake/other"]
+    assert "no (model, dataset) has results in both" in format_text(result)
+
+
+def test_a_directory_without_results_is_an_error(two_runs, tmp_path):
+    with pytest.raises(WorkDirError):
+        compare_dirs(two_runs[0], tmp_path)
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "harness", *args]
+
+
+async def test_cli_prints_the_comparison_and_exits_0(two_runs):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = await anyio.run_process(cli("compare", *map(str, two_runs)), env=env, check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    assert "fixed 5  broken 3  unchanged 12" in result.stdout.decode()
+    result = await anyio.run_process(cli("compare", "--json", *map(str, two_runs)), env=env,
+                                     check=False)
+    assert result.returncode == 0
+    (pair,) = json.loads(result.stdout)["pairs"]
+    assert pair["fixed"] == 5 and len(pair["changed"]) == 8
+
+
+async def test_cli_missing_directory_exits_2(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = await anyio.run_process(cli("compare", str(tmp_path / "x"), str(tmp_path)),
+                                     env=env, check=False)
+    assert result.returncode == 2 and b"no such directory" in result.stderr
