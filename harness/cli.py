@@ -101,17 +101,19 @@ def _run(args: argparse.Namespace) -> int:
 
     async def go():
         from .api import evaluate
+        from .interrupt import run_until_signal
 
-        return await evaluate(config, work_dir=args.work_dir, mode=args.mode,
-                              concurrency=args.concurrency, limit=args.limit,
-                              overrides=overrides, dump_details=args.dump_details,
-                              show_progress=not args.quiet)
+        return await run_until_signal(lambda: evaluate(
+            config, work_dir=args.work_dir, mode=args.mode, concurrency=args.concurrency,
+            limit=args.limit, overrides=overrides, dump_details=args.dump_details,
+            show_progress=not args.quiet))
 
     try:
         report = anyio.run(go)
     except KeyboardInterrupt:
-        print("\ninterrupted; every stored prediction is kept. Run the same command "
-              "again to resume.", file=sys.stderr)
+        print("interrupted; every stored prediction and verdict is kept. Run the same "
+              "command again to resume:\n  python -m harness " + shlex.join(sys.argv[1:]),
+              file=sys.stderr)
         return EXIT_INTERRUPTED
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
