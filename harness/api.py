@@ -21,7 +21,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 import anyio
 
 from .config import RunConfig, config_from_namespace, load_config
-from .errors import HarnessError, PermanentModelError
+from .errors import PermanentModelError, primary_error
 from .models import ModelOverrides, resolve_models
 from .pipeline import Mode, Pipeline, PipelineOptions
 from .progress import Progress, print_progress
@@ -160,7 +160,7 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
                         tg.cancel_scope.cancel()
                     receive.close()
         except BaseExceptionGroup as group:
-            raise _primary(group) from None
+            raise primary_error(group) from None
         if not finished.is_set():
             return  # the caller left early: no report for a partial run
         report = RunReport(work, pipeline.summaries(), pipeline.call_stats(),
@@ -172,27 +172,6 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
 async def _print_until_cancelled(scope: anyio.CancelScope, progress: Progress) -> None:
     with scope:
         await print_progress(progress)
-
-
-def _primary(group: BaseExceptionGroup) -> BaseException:
-    """The exception to report from a task group: a harness error before the rest."""
-    leaves: list[BaseException] = []
-
-    def walk(exc: BaseException) -> None:
-        if isinstance(exc, BaseExceptionGroup):
-            for inner in exc.exceptions:
-                walk(inner)
-        else:
-            leaves.append(exc)
-
-    walk(group)
-    for exc in leaves:
-        if isinstance(exc, HarnessError):
-            return exc
-    for exc in leaves:
-        if not isinstance(exc, anyio.get_cancelled_exc_class()):
-            return exc
-    return leaves[0]
 
 
 def _load(config: str | Path | RunConfig | None,

@@ -8,7 +8,8 @@ Errors from ``openai``, ``aiohttp`` and ``sqlite3`` are translated at the bounda
      │    └── DatasetError       a data file that cannot be read; names file and line
      ├── StoreError             the SQLite work-directory store
      │    ├── SchemaVersionError store written by an incompatible harness version
-     │    └── WorkDirLockedError another process is running on the same work directory
+     │    ├── WorkDirLockedError another process is running on the same work directory
+     │    └── WorkDirError       not a work directory (nothing to report or compare)
      ├── ModelCallError         one model or judge call that failed for good
      │    └── PermanentModelError 401/403/404 or unknown model: stops the whole run
      └── LocalModelError        the embedded llama.cpp server could not start
@@ -64,6 +65,12 @@ class WorkDirLockedError(StoreError):
     exit_code = 2
 
 
+class WorkDirError(StoreError):
+    """The directory holds no harness results (``report`` and ``compare`` need them)."""
+
+    exit_code = 2
+
+
 class ModelCallError(HarnessError):
     """A model or judge call failed for good (after retries, or not retryable).
 
@@ -86,3 +93,30 @@ class PermanentModelError(ModelCallError):
 
 class LocalModelError(HarnessError):
     """The embedded local model server could not be started or stopped."""
+
+
+def primary_error(group: BaseExceptionGroup) -> BaseException:
+    """The one exception to report from a task group's ``ExceptionGroup``.
+
+    A harness error comes first (it carries the user-facing message), then any other
+    error; cancellations caused by the first failure are never the story.
+    """
+    import anyio
+
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    for exc in leaves:
+        if isinstance(exc, HarnessError):
+            return exc
+    for exc in leaves:
+        if not isinstance(exc, anyio.get_cancelled_exc_class()):
+            return exc
+    return leaves[0]

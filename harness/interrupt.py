@@ -16,6 +16,8 @@ from typing import Awaitable, Callable, TypeVar
 
 import anyio
 
+from .errors import primary_error
+
 T = TypeVar("T")
 
 EXIT_INTERRUPTED = 130
@@ -25,29 +27,32 @@ async def run_until_signal(fn: Callable[[], Awaitable[T]], *, grace: float = 10.
     """Await ``fn()``; raise ``KeyboardInterrupt`` once a signal has cancelled it."""
     interrupted = False
     result: T | None = None
-    async with anyio.create_task_group() as tg:
-        work = anyio.CancelScope()
+    try:
+        async with anyio.create_task_group() as tg:
+            work = anyio.CancelScope()
 
-        async def hard_stop() -> None:
-            await anyio.sleep(grace)
-            _exit_now("cleanup took too long")
+            async def hard_stop() -> None:
+                await anyio.sleep(grace)
+                _exit_now("cleanup took too long")
 
-        async def watch() -> None:
-            nonlocal interrupted
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _ in signals:
-                    if interrupted:
-                        _exit_now("second interrupt")
-                    interrupted = True
-                    print("\nstopping: no new requests; finishing writes "
-                          "(press Ctrl-C again to exit at once)", file=sys.stderr, flush=True)
-                    work.cancel()
-                    tg.start_soon(hard_stop)
+            async def watch() -> None:
+                nonlocal interrupted
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        if interrupted:
+                            _exit_now("second interrupt")
+                        interrupted = True
+                        print("\nstopping: no new requests; finishing writes "
+                              "(press Ctrl-C again to exit at once)", file=sys.stderr, flush=True)
+                        work.cancel()
+                        tg.start_soon(hard_stop)
 
-        tg.start_soon(watch)
-        with work:
-            result = await fn()
-        tg.cancel_scope.cancel()
+            tg.start_soon(watch)
+            with work:
+                result = await fn()
+            tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise primary_error(group) from None
     if interrupted:
         raise KeyboardInterrupt
     return result  # type: ignore[return-value]

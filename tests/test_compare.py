@@ -16,7 +16,7 @@ import pytest
 
 import harness
 from harness.compare import compare_dirs, compare_verdicts, format_text, paired_interval
-from harness.report.workdir import WorkDirError
+from harness.errors import WorkDirError
 from harness.testing import FakeOpenAI
 
 from .helpers import model_cfg, write_arith, write_config

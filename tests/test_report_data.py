@@ -18,7 +18,8 @@ from harness.models import ModelOverrides
 from harness.report import gather, render_html, write_report
 from harness.report.data import categorize, flags_of, gather_section, share_cap
 from harness.report.render import script_json
-from harness.report.workdir import WorkDirError, load_summaries
+from harness.errors import WorkDirError
+from harness.report.workdir import load_summaries
 from harness.testing import Fault, FakeOpenAI
 
 from .helpers import (cascade_reply, fake_judge, model_cfg, write_arith, write_config,

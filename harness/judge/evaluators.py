@@ -144,7 +144,7 @@ class CascadeEvaluator(BaseEvaluator):
         """The rule layer's verdict on one sample."""
         rule = self.rule_evaluator
         if rule is not None and rule.pred_postprocessor is not None:
-            prediction = rule.pred_postprocessor(prediction)
+            prediction = rule.pred_postprocessor(prediction, test_item=test_item)
         if self.sample_score_fn is not None:
             return as_detail(self.sample_score_fn(prediction, reference, test_item),
                              prediction, reference)

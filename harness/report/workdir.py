@@ -12,13 +12,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..errors import HarnessError
-
-
-class WorkDirError(HarnessError):
-    """The directory is not a harness work directory (no results in it)."""
-
-    exit_code = 2
+from ..errors import WorkDirError
 
 
 def load_summaries(work_dir: str | Path) -> list[dict[str, Any]]:
