@@ -44,8 +44,6 @@ class ModelClient:
     def __init__(self, spec: ModelSpec, *, concurrency: int = 64,
                  policy: RetryPolicy | None = None, limiter: Any = None) -> None:
         import anyio
-        import httpx2  # the SDK's HTTP layer; imported lazily to keep start-up fast
-        import openai
 
         self.spec = spec
         self.stats = CallStats()
@@ -56,23 +54,37 @@ class ModelClient:
         # paced slot, and a 429 pauses the pacing for everyone, not just the caller.
         self.limiter = limiter
         self.policy = policy or RetryPolicy(max_attempts=spec.max_attempts)
-        self._response_type = httpx2.Response
-        limits = httpx2.Limits(max_connections=concurrency,
-                               max_keepalive_connections=concurrency)
-        self._client = openai.AsyncOpenAI(
-            base_url=spec.base_url, api_key=spec.api_key or "EMPTY", max_retries=0,
-            timeout=spec.timeout,
-            http_client=openai.DefaultAioHttpClient(timeout=spec.timeout, limits=limits))
+        self._concurrency = concurrency
+        self._client: Any = None
+
+    def _open(self) -> Any:
+        # Made on first use: the SDK takes most of a second to import, and a rerun whose
+        # every answer is stored never needs it.
+        if self._client is None:
+            import httpx2  # the SDK's HTTP layer
+            import openai
+
+            self._response_type = httpx2.Response
+            limits = httpx2.Limits(max_connections=self._concurrency,
+                                   max_keepalive_connections=self._concurrency)
+            self._client = openai.AsyncOpenAI(
+                base_url=self.spec.base_url, api_key=self.spec.api_key or "EMPTY",
+                max_retries=0, timeout=self.spec.timeout,
+                http_client=openai.DefaultAioHttpClient(timeout=self.spec.timeout,
+                                                        limits=limits))
+        return self._client
 
     async def aclose(self) -> None:
-        """Close the HTTP session."""
-        await self._client.close()
+        """Close the HTTP session (if one was opened)."""
+        if self._client is not None:
+            await self._client.close()
 
     async def complete(self, messages: Sequence[Mapping[str, str]],
                        gen_params: Mapping[str, Any]) -> CallResult:
         """One chat completion, retried by the policy; raises ``ModelCallError`` for good."""
         import anyio
 
+        client = self._open()
         body = {"model": self.spec.model, "messages": list(messages), **gen_params}
         max_tokens = gen_params.get("max_tokens") or gen_params.get("max_completion_tokens")
         estimate = sum(len(m.get("content") or "") for m in messages) // 4 + int(max_tokens or 0)
@@ -85,8 +97,8 @@ class ModelClient:
                     # The hard bound sits a little above the HTTP timeout so the SDK's
                     # own timeout error (clearer) normally fires first.
                     with anyio.fail_after(self.spec.timeout + 5):
-                        raw = await self._client.post("/chat/completions", body=body,
-                                                      cast_to=self._response_type)
+                        raw = await client.post("/chat/completions", body=body,
+                                                cast_to=self._response_type)
                         data = json.loads(raw.content)
                 except Exception as exc:
                     info = classify(exc)
