@@ -6,113 +6,104 @@ against it, each as a child process, and reports wall time against the physical 
 N × L / C, CPU seconds per 1,000 samples and peak RSS. Then runs harness once more on
 the same work directory (a rerun: zero requests expected).
 
+With ``--profile``, one more fresh harness run (its own work directory, not part of the
+table's timings) is recorded with ``py-spy record`` into ``bench/results/`` and
+summarized: top functions by own time and the main thread's time by category (see
+``bench/profile_summary.py``).
+
     python bench/bench_pipeline.py -n 2000 -c 64 --latency 0.1
+    python bench/bench_pipeline.py -n 10000 -c 64 --latency 0 --profile
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import socket
-import subprocess
+import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-
-CONFIG = """
-from harness import (AccEvaluator, CustomDataset, GenInferencer, RawPromptTemplate,
-                     ZeroRetriever, gsm8k_dataset_postprocess, gsm8k_postprocess)
-datasets = [dict(
-    abbr='bench', type=CustomDataset, path={path!r},
-    reader_cfg=dict(input_columns=['question'], output_column='answer'),
-    infer_cfg=dict(prompt_template=dict(type=RawPromptTemplate,
-                                        messages=[dict(role='user', content='{{question}}')]),
-                   retriever=dict(type=ZeroRetriever),
-                   inferencer=dict(type=GenInferencer, max_out_len=32)),
-    eval_cfg=dict(evaluator=dict(type=AccEvaluator),
-                  pred_postprocessor=dict(type=gsm8k_postprocess),
-                  dataset_postprocessor=dict(type=gsm8k_dataset_postprocess)))]
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def measure(cmd: list[str]) -> dict:
-    """Run ``cmd``; wall seconds, CPU seconds and peak RSS (MiB) of that process alone."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    out, err = proc.stdout.read().decode(), proc.stderr.read().decode()
-    proc.stdout.close(), proc.stderr.close()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode not in (0,):
-        raise SystemExit(f"{cmd} failed ({proc.returncode}):\n{out}\n{err}")
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
-            "rss_mib": usage.ru_maxrss / 1024, "stdout": out}
+import benchlib as bl
+import profile_summary
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=2000)
-    parser.add_argument("-c", type=int, default=64)
-    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("-n", type=int, default=2000, help="samples (default 2000)")
+    parser.add_argument("-c", type=int, default=64, help="concurrency (default 64)")
+    parser.add_argument("--latency", type=float, default=0.1,
+                        help="fake server seconds per answer (default 0.1)")
+    parser.add_argument("--reply", default="The answer is 42.", help="the fake model's answer")
+    parser.add_argument("--profile", action="store_true",
+                        help="also record a fresh harness run with py-spy into bench/results/")
+    parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
+    parser.add_argument("--top", type=int, default=15, help="functions in the profile summary")
+    bl.common_args(parser)
     args = parser.parse_args()
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/v1"
-    server = subprocess.Popen([sys.executable, "-m", "harness.testing.fake_openai",
-                               "--port", str(port), "--latency", str(args.latency),
-                               "--reply", "The answer is 42."],
-                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        _wait_for(port)
-        with tempfile.TemporaryDirectory() as tmp:
-            data = Path(tmp) / "data.jsonl"
-            with open(data, "w") as fh:
-                for i in range(args.n):
-                    fh.write(json.dumps({"question": f"What is {i} + {i + 1}?",
-                                         "answer": "#### 42"}) + "\n")
-            cfg = Path(tmp) / "bench_cfg.py"
-            cfg.write_text(CONFIG.format(path=str(data)))
-            floor = measure([sys.executable, "bench/floor_client.py", "--url", url,
-                             "-n", str(args.n), "-c", str(args.c)])
-            harness_cmd = [sys.executable, "-m", "harness", "run", str(cfg), "-q",
-                           "--model-base-url", url, "--model", "fake-model",
-                           "-c", str(args.c), "-w", str(Path(tmp) / "work")]
-            first = measure(harness_cmd)
-            rerun = measure(harness_cmd)
-    finally:
-        server.terminate()
-        stats = server.communicate(timeout=10)[0].decode().strip().splitlines()
+    pyspy = shutil.which("py-spy")
+    if args.profile and pyspy is None:
+        raise SystemExit("--profile needs py-spy: pip install py-spy")
+
+    with bl.ServerProcess(latency=args.latency, reply=args.reply) as server, \
+            tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        data = bl.write_arith(tmp / "data.jsonl", args.n)
+        cfg = bl.write_simple_config(tmp / "bench_cfg.py", data)
+        floor = bl.measure([bl.PY, "bench/floor_client.py", "--url", server.url,
+                            "-n", str(args.n), "-c", str(args.c)])
+        endpoint = ["--model-base-url", server.url, "--model", "fake-model", "-c", str(args.c)]
+        harness_cmd = bl.harness_run(cfg, tmp / "work", *endpoint)
+        first = bl.measure(harness_cmd)
+        rerun = bl.measure(harness_cmd)
+        profiled = profile_path = None
+        if args.profile:
+            bl.RESULTS.mkdir(parents=True, exist_ok=True)
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            profile_path = bl.RESULTS / (f"pipeline-n{args.n}-c{args.c}-l{args.latency:g}"
+                                         f"-{stamp}.pyspy.txt")
+            profiled = bl.measure([pyspy, "record", "--idle", "--threads", "-r",
+                                   str(args.rate), "-f", "raw", "-o", str(profile_path), "--",
+                                   *bl.harness_run(cfg, tmp / "work-profiled", *endpoint)])
+    stats = server.stats or {}
     limit = args.n * args.latency / args.c
-    rows = [("floor client", floor), ("harness", first), ("harness rerun", rerun)]
-    print(f"N={args.n} C={args.c} L={args.latency}s  physical limit {limit:.2f}s  "
-          f"server requests: {stats[-1] if stats else '?'}")
-    print("| run | wall s | × limit | × floor | CPU s / 1k samples | peak RSS MiB |")
-    print("|---|---|---|---|---|---|")
-    for name, m in rows:
-        print(f"| {name} | {m['wall']:.2f} | {m['wall'] / limit:.2f} | "
-              f"{m['wall'] / floor['wall']:.2f} | {1000 * m['cpu'] / args.n:.2f} | "
-              f"{m['rss_mib']:.0f} |")
+    rows = []
+    for name, m in [("floor client", floor), ("harness", first), ("harness rerun", rerun),
+                    ("harness under py-spy", profiled)]:
+        if m is None:
+            continue
+        rows.append({"run": name, "wall s": m["wall"],
+                     "× limit": m["wall"] / limit if limit else None,
+                     "× floor": m["wall"] / floor["wall"],
+                     "CPU s / 1k samples": 1000 * m["cpu"] / args.n,
+                     "peak RSS MiB": m["rss_mib"]})
+    params = {"N": args.n, "C": args.c, "L": args.latency}
+    expected = args.n * (3 if args.profile else 2)  # floor + first run (+ profiled run)
+    extra = {"physical_limit_s": limit, "server": stats,
+             "server_requests_expected": expected}
+    summary = None
+    if profile_path is not None:
+        summary = profile_summary.summarize(profile_path, args.top, args.rate)
+        extra["profile"] = summary
+    notes = [f"\nphysical limit N×L/C = {limit:.2f} s; server saw {stats.get('total', '?')} "
+             f"requests (expected {expected}: the rerun must send none); statuses "
+             f"{stats.get('by_status')}"]
+    bl.emit("pipeline", params, ["run", "wall s", "× limit", "× floor", "CPU s / 1k samples",
+                                 "peak RSS MiB"], rows, as_json=args.json, extra=extra,
+            notes=notes)
+    if summary is not None:
+        import contextlib
+        import io
 
-
-def _wait_for(port: int, timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("fake server did not start")
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):
+            profile_summary.print_summary(summary)
+        profile_path.with_suffix(".summary.md").write_text(text.getvalue())
+        if not args.json:
+            print(text.getvalue(), end="")
+    if stats.get("total") not in (None, expected):
+        print(f"WARNING: server saw {stats.get('total')} requests, expected {expected}",
+              file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,277 @@
+"""Rule-check throughput: math-verify in one process vs ``harness.workers.WorkerPool``.
+
+The same list of (prediction, gold) pairs, built from MATH-500 answers (boxed replies,
+prose replies without a box, and wrong answers taken from other problems), is scored
+
+1. ``sequential``: in this process, one after another, with
+   ``MATHVerifyEvaluator().score_sample`` (main thread, so math-verify's alarms work);
+2. ``pool``: through ``WorkerPool`` (one worker per core; ``pool.warm('harness.evaluators')``
+   first, as the pipeline does, not timed), ``--tasks`` concurrent tasks (default
+   2 × workers) pulling from one shared iterator and awaiting
+   ``pool.run(evaluator.score_sample, pred, gold, {}, timeout=...)``; then again with
+   ``math_verify`` also imported in the workers beforehand (``harness.evaluators`` imports
+   it lazily, so the first run pays sympy's import inside the first checks).
+
+Then the pathological case: one prediction (default ``\\boxed{10^{10^{10^{10^{10}}}}}``
+against gold ``1``, which math-verify needs well over a minute to compare) is put in the
+middle of the list, and the pool run is repeated twice:
+
+3. ``pool + pathological, math-verify alarms on``: the evaluator as shipped
+   (``verify_timeout=5``) and the pipeline's per-check limit ``MATHVerifyEvaluator.timeout``
+   (20 s): math-verify's own alarm stops the comparison, no worker is killed;
+4. ``pool + pathological, hang``: math-verify's alarms pushed out to an hour (a check
+   the alarm cannot stop, as a hang inside C code would be) and a pool limit of
+   ``--timeout`` s: the worker is killed and replaced, the sample is one timeout, and the
+   run continues.
+
+    python bench/bench_rules.py                    # 500 pairs, one worker per core
+    python bench/bench_rules.py --count 300 --timeout 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+import benchlib as bl
+
+DATA = bl.ROOT / "datasets" / "data" / "math500" / "test.jsonl"
+PATHOLOGICAL = r"\boxed{10^{10^{10^{10^{10}}}}}"
+TARGET_SPEEDUP = 1.7
+#: In a ``warm`` list: run one check in every worker (not a module to import).
+CHECK = "<one check>"
+
+
+def build_pairs(count: int, path: Path = DATA) -> list[tuple[str, str]]:
+    """``count`` (prediction, gold) pairs from MATH-500 answers, cycling through them.
+
+    By ``(i + cycle) % 10``: 0-5 a boxed right answer inside a sentence, 6 a right answer
+    in prose without a box, 7 a bare right answer, 8-9 a boxed answer of another problem
+    (mostly wrong). Up to 500 pairs every gold is different; past that a gold comes back
+    with another kind of prediction (sympy's cache then makes repeats cheaper, more so
+    in one process than split over workers, so keep ``count`` ≤ 500 for a fair speedup).
+    """
+    answers = [json.loads(line)["answer"] for line in path.read_text().splitlines() if line]
+    pairs = []
+    for i in range(count):
+        gold = answers[i % len(answers)]
+        cycle = i // len(answers)
+        kind = (i + cycle) % 10
+        if kind <= 5:
+            pred = f"Putting it together, the final answer is $\\boxed{{{gold}}}$."
+        elif kind == 6:
+            pred = f"Therefore the answer is ${gold}$."
+        elif kind == 7:
+            pred = gold
+        else:
+            other = answers[(i * 7 + 13 + cycle) % len(answers)]
+            pred = f"So we get $\\boxed{{{other}}}$."
+        pairs.append((pred, gold))
+    return pairs
+
+
+def run_sequential(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Score every pair in this process's main thread."""
+    from harness.evaluators.math_verify import MATHVerifyEvaluator
+
+    evaluator = MATHVerifyEvaluator()
+    start = time.perf_counter()
+    evaluator.score_sample(r"\boxed{1}", "1", {})  # imports math_verify, not timed
+    warm = time.perf_counter() - start
+    cpu0, start = time.process_time(), time.perf_counter()
+    correct = [bool(evaluator.score_sample(p, g, {})["correct"]) for p, g in pairs]
+    wall = time.perf_counter() - start
+    return {"wall": wall, "correct": correct, "timeouts": 0, "warm": warm,
+            "cpu_main": time.process_time() - cpu0, "cpu_workers": 0.0}
+
+
+def run_sequential_fresh(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """:func:`run_sequential` in a fresh process (in its main thread), so that no sympy
+    or math-verify cache is warm from an earlier repeat."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as ex:
+        return ex.submit(run_sequential, pairs).result()
+
+
+async def run_pool(pairs: list[tuple[str, str]], workers: int, tasks: int, timeout: float,
+                   evaluator_kwargs: dict[str, Any] | None = None,
+                   warm: tuple[str, ...] = ("harness.evaluators",)) -> dict[str, Any]:
+    """Score every pair through a ``WorkerPool`` warmed with ``warm`` (not timed);
+    per-sample results and timings."""
+    from harness.evaluators.math_verify import MATHVerifyEvaluator
+    from harness.workers import WorkerPool, WorkerTimeout
+
+    evaluator = MATHVerifyEvaluator(**(evaluator_kwargs or {}))
+    pool = WorkerPool(workers)
+    start = time.perf_counter()
+    for module in warm:
+        if module == CHECK:
+            # One check per worker, as the sequential run does untimed: the calls overlap,
+            # so each takes a different idle worker.
+            async with anyio.create_task_group() as tg:
+                for _ in range(workers):
+                    tg.start_soon(functools.partial(pool.run, evaluator.score_sample,
+                                                    r"\boxed{\frac{1}{2}}", "0.5", {},
+                                                    timeout=60.0))
+        else:
+            await pool.warm(module)
+    warm_s = time.perf_counter() - start
+    correct: list[bool | None] = [None] * len(pairs)
+    seconds = [0.0] * len(pairs)
+    timed_out: list[int] = []
+    shared = iter(enumerate(pairs))
+
+    async def puller() -> None:
+        for i, (pred, gold) in shared:
+            t = time.perf_counter()
+            try:
+                detail = await pool.run(evaluator.score_sample, pred, gold, {}, timeout=timeout)
+                correct[i] = bool(detail["correct"])
+            except WorkerTimeout:
+                timed_out.append(i)
+            seconds[i] = time.perf_counter() - t
+
+    workers_cpu0, cpu0 = _children_cpu(), time.process_time()
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(tasks):
+            tg.start_soon(puller)
+    wall = time.perf_counter() - start
+    cpu_main = time.process_time() - cpu0
+    # Workers alive at both ends (a killed worker's CPU time is lost; a new one counts
+    # from zero).
+    workers_cpu1 = _children_cpu()
+    cpu_workers = sum(t - workers_cpu0.get(pid, 0.0) for pid, t in workers_cpu1.items())
+    slow = sorted(range(len(pairs)), key=seconds.__getitem__, reverse=True)[:3]
+    return {"wall": wall, "correct": correct, "timeouts": pool.timeouts, "warm": warm_s,
+            "cpu_main": cpu_main, "cpu_workers": cpu_workers,
+            "timed_out": timed_out, "slowest": [(i, round(seconds[i], 2)) for i in slow]}
+
+
+def _children_cpu() -> dict[int, float]:
+    """CPU seconds (user + system) so far of each child process of this one."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid in bl.children():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[pid] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=500,
+                        help="pairs (default 500: every MATH-500 answer once)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                        help="worker processes (default: one per core)")
+    parser.add_argument("--tasks", type=int, default=None,
+                        help="concurrent tasks pulling pairs (default 2 × workers)")
+    parser.add_argument("--timeout", type=float, default=5.0,
+                        help="pool time limit per check in the hang scenario (default 5 s)")
+    parser.add_argument("--pathological", default=PATHOLOGICAL,
+                        help="the slow prediction (gold: --pathological-gold)")
+    parser.add_argument("--pathological-gold", default="1")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="repeat every scenario, report the median run (default 3)")
+    parser.add_argument("--no-pathological", action="store_true",
+                        help="only the sequential and pool runs")
+    bl.common_args(parser)
+    args = parser.parse_args()
+    tasks = args.tasks or 2 * args.workers
+
+    from harness.evaluators.math_verify import MATHVerifyEvaluator
+
+    pairs = build_pairs(args.count)
+    bg = bl.busy_cores()
+    limit = MATHVerifyEvaluator.timeout
+    bad = list(pairs)
+    bad.insert(len(bad) // 2, (args.pathological, args.pathological_gold))
+    hang = {"parse_timeout": 3600, "verify_timeout": 3600}
+    full = ("harness.evaluators", "math_verify", CHECK)
+
+    scenarios = [("pool (warm: harness.evaluators)", pairs, limit, None,
+                  ("harness.evaluators",)),
+                 ("pool (warm: + math_verify, 1 check)", pairs, limit, None, full)]
+    if not args.no_pathological:
+        scenarios += [("pool + pathological, math-verify alarms on", bad, limit, None, full),
+                      ("pool + pathological, hang (alarms off)", bad, args.timeout, hang, full)]
+    # Every repeat runs every scenario, interleaved, so a burst of load from elsewhere
+    # hits all of them alike; each row is the scenario's run with the median wall time.
+    walls: dict[str, list[float]] = {}
+    chosen: dict[str, list[dict[str, Any]]] = {}
+    for _ in range(args.repeat):
+        chosen.setdefault("sequential", []).append(run_sequential_fresh(pairs))
+        for name, items, timeout, kwargs, warm in scenarios:
+            # One event loop per scenario: anyio keeps its worker processes per event
+            # loop, so each scenario starts from fresh workers.
+            before = bl.children()
+            try:
+                result = anyio.run(run_pool, items, args.workers, tasks, timeout, kwargs, warm)
+            finally:
+                bl.kill_children(keep=before)
+            chosen.setdefault(name, []).append(result)
+    runs: list[tuple[str, dict[str, Any], float | None]] = []
+    for name, timeout in [("sequential", None), *((s[0], s[2]) for s in scenarios)]:
+        results = sorted(chosen[name], key=lambda r: r["wall"])
+        walls[name] = [r["wall"] for r in results]
+        runs.append((name, results[(len(results) - 1) // 2], timeout))
+    seq = runs[0][1]
+
+    base = seq["wall"]
+    pool_wall = runs[2][1]["wall"]
+    rows = []
+    for name, r, timeout in runs:
+        n = len(r["correct"])
+        mismatches = None
+        if name.startswith("pool ("):
+            mismatches = sum(a != b for a, b in zip(r["correct"], seq["correct"]))
+        elif name != "sequential":
+            # drop the pathological sample, then compare with the sequential run
+            mid = len(pairs) // 2
+            rest = r["correct"][:mid] + r["correct"][mid + 1:]
+            mismatches = sum(a != b for a, b in zip(rest, seq["correct"]))
+        rows.append({"run": name, "pairs": n, "pool timeout s": timeout,
+                     "wall s": r["wall"],
+                     "wall range s": f"{walls[name][0]:.2f}-{walls[name][-1]:.2f}",
+                     "samples/s": n / r["wall"],
+                     "speedup": base / r["wall"] * n / len(pairs),
+                     "extra s vs pool": (r["wall"] - pool_wall) if "patho" in name else None,
+                     "CPU s / 1k (main + workers)":
+                         f"{1000 * r['cpu_main'] / n:.2f} + {1000 * r['cpu_workers'] / n:.2f}",
+                     "timeouts": r["timeouts"], "correct": sum(bool(c) for c in r["correct"]),
+                     "mismatches vs sequential": mismatches,
+                     "warm-up s": r["warm"], "slowest (index, s)": r.get("slowest")})
+    speedup, steady = rows[1]["speedup"], rows[2]["speedup"]
+    params = {"count": args.count, "workers": args.workers, "tasks": tasks,
+              "cores": os.cpu_count(), "repeat": args.repeat, "bg_busy_cpus": bg,
+              "pathological": args.pathological}
+    extra = {"speedup": speedup, "speedup_math_verify_warmed": steady,
+             "target_speedup": TARGET_SPEEDUP, "ok": speedup >= TARGET_SPEEDUP,
+             "pathological_index": len(pairs) // 2}
+    columns = ["run", "pairs", "pool timeout s", "wall s", "wall range s", "samples/s",
+               "speedup", "extra s vs pool", "CPU s / 1k (main + workers)", "timeouts",
+               "correct", "mismatches vs sequential", "warm-up s", "slowest (index, s)"]
+    bl.emit("rules", params, columns, rows, as_json=args.json, extra=extra,
+            notes=[f"\npool speedup over sequential on {args.workers} workers: {speedup:.2f}× "
+                   f"warmed as the pipeline does (harness.evaluators), {steady:.2f}× with "
+                   f"math_verify imported and one check run in each worker first "
+                   f"(target ≥ {TARGET_SPEEDUP}×: "
+                   f"{'met' if speedup >= TARGET_SPEEDUP else 'NOT met'} / "
+                   f"{'met' if steady >= TARGET_SPEEDUP else 'NOT met'}). 'extra s vs pool' "
+                   f"compares with the math_verify-warmed pool run."])
+
+
+if __name__ == "__main__":
+    main()

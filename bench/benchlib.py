@@ -1,0 +1,449 @@
+"""Shared helpers of the benchmark scripts: child processes, the fake server, data, output.
+
+Every benchmark script is run as ``python bench/<name>.py`` from anywhere; this module
+sits next to them, so ``import benchlib`` works (the script's folder is ``sys.path[0]``).
+
+Child processes are always stopped: :func:`measure` kills its child if anything goes
+wrong while waiting (also ``KeyboardInterrupt`` and cancellation), and
+:class:`ServerProcess` terminates the fake server in ``__exit__``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as _dt
+import json
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "bench" / "results"
+PY = sys.executable
+
+
+# -- child processes ---------------------------------------------------------------------
+
+def measure(cmd: Sequence[str], *, env: dict[str, str] | None = None, check: bool = True,
+            timeout: float | None = None) -> dict[str, Any]:
+    """Run ``cmd`` (cwd: the repository); wall s, CPU s and peak RSS MiB of that process.
+
+    ``os.wait4`` gives the resource usage of exactly this child (``ru_maxrss`` is its own
+    peak, not that of earlier children). Output goes to temporary files, not pipes, so a
+    talkative child can never block on a full pipe. The child is killed if waiting for
+    it fails or is interrupted, or if it runs past ``timeout`` seconds.
+    """
+    with _Child(cmd, env, timeout) as child:
+        return child.finish(child.wait(), check)
+
+
+async def ameasure(cmd: Sequence[str], *, env: dict[str, str] | None = None,
+                   check: bool = True, timeout: float | None = None) -> dict[str, Any]:
+    """:func:`measure` with the waiting done in a thread, so this process's event loop (a
+    fake server in it) keeps serving while the child runs; cancelling kills the child."""
+    with _Child(cmd, env, timeout) as child:
+        return child.finish(await asyncio.to_thread(child.wait), check)
+
+
+class _Child:
+    """One measured child process; ``__exit__`` kills it unless it was reaped."""
+
+    def __init__(self, cmd: Sequence[str], env: dict[str, str] | None,
+                 timeout: float | None) -> None:
+        self.cmd, self.env, self.timeout = list(cmd), env, timeout
+        self.reaped = False
+
+    def __enter__(self) -> _Child:
+        import threading
+
+        self.out, self.err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+        self.start = time.perf_counter()
+        self.proc = subprocess.Popen(self.cmd, cwd=ROOT, stdout=self.out, stderr=self.err,
+                                     env={**os.environ, **(self.env or {})})
+        self.timer = None
+        if self.timeout is not None:
+            self.timer = threading.Timer(self.timeout, _kill, (self.proc,))
+            self.timer.start()
+        return self
+
+    def wait(self) -> tuple[int, Any]:
+        """Block until the child exits: ``(wait status, rusage)``."""
+        _, status, usage = os.wait4(self.proc.pid, 0)
+        self.reaped = True
+        self.proc.returncode = os.waitstatus_to_exitcode(status)
+        return status, usage
+
+    def finish(self, waited: tuple[int, Any], check: bool) -> dict[str, Any]:
+        _, usage = waited
+        wall = time.perf_counter() - self.start
+        self.out.seek(0), self.err.seek(0)
+        stdout = self.out.read().decode(errors="replace")
+        stderr = self.err.read().decode(errors="replace")
+        if check and self.proc.returncode != 0:
+            raise SystemExit(f"{' '.join(self.cmd)} failed ({self.proc.returncode}):\n"
+                             f"{stdout}\n{stderr}")
+        return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime,
+                "user": usage.ru_utime, "sys": usage.ru_stime,
+                "rss_mib": usage.ru_maxrss / 1024, "returncode": self.proc.returncode,
+                "stdout": stdout, "stderr": stderr}
+
+    def __exit__(self, *exc: object) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        if not self.reaped:
+            _kill(self.proc)
+            try:
+                os.waitpid(self.proc.pid, 0)  # reap (a thread in wait4 may beat us to it)
+            except ChildProcessError:
+                pass
+        self.out.close(), self.err.close()
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:
+    """Wait until something listens on 127.0.0.1:``port``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise SystemExit(f"fake server exited early ({proc.returncode})")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("fake server did not start")
+
+
+class ServerProcess:
+    """``python -m harness.testing.fake_openai`` as a child process, stopped on exit.
+
+    ``with ServerProcess(latency=0.1, reply='The answer is 42.') as server:`` gives
+    ``server.url``; after the block ``server.stats`` holds the JSON line of statistics
+    the server prints when it gets SIGTERM.
+    """
+
+    def __init__(self, *, latency: float = 0.0, reply: str | None = None,
+                 extra: Sequence[str] = ()) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/v1"
+        self.cmd = [PY, "-m", "harness.testing.fake_openai", "--port", str(self.port),
+                    "--latency", str(latency), *(["--reply", reply] if reply else []),
+                    *extra]
+        self.proc: subprocess.Popen | None = None
+        self.stats: dict[str, Any] | None = None
+
+    def __enter__(self) -> ServerProcess:
+        self.proc = subprocess.Popen(self.cmd, cwd=ROOT, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL)
+        try:
+            wait_for_port(self.port, proc=self.proc)
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        try:
+            if proc.poll() is None:
+                proc.terminate()
+            out = proc.communicate(timeout=15)[0].decode().strip().splitlines()
+            self.stats = json.loads(out[-1]) if out else None
+        except (subprocess.TimeoutExpired, ValueError):
+            pass
+        finally:
+            _kill(proc)
+            proc.wait()
+
+
+# -- data and configs -------------------------------------------------------------------
+
+_QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
+
+
+def write_arith(path: Path, n: int) -> Path:
+    """``n`` rows ``{"question": "What is i + (i+1)?", "answer": "#### 2i+1"}``."""
+    with open(path, "w", encoding="utf-8") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"question": f"What is {i} + {i + 1}?",
+                                 "answer": f"#### {2 * i + 1}"}) + "\n")
+    return path
+
+
+def write_simple_config(path: Path, data: Path, max_out_len: int = 32) -> Path:
+    """Exact match after ``gsm8k_postprocess``, no judge (the ``bench_pipeline`` config)."""
+    path.write_text(textwrap.dedent(f"""
+        from harness import (AccEvaluator, CustomDataset, GenInferencer, RawPromptTemplate,
+                             ZeroRetriever, gsm8k_dataset_postprocess, gsm8k_postprocess)
+        datasets = [dict(
+            abbr='bench', type=CustomDataset, path={str(data)!r},
+            reader_cfg=dict(input_columns=['question'], output_column='answer'),
+            infer_cfg=dict(prompt_template=dict(
+                               type=RawPromptTemplate,
+                               messages=[dict(role='user', content='{{question}}')]),
+                           retriever=dict(type=ZeroRetriever),
+                           inferencer=dict(type=GenInferencer, max_out_len={max_out_len})),
+            eval_cfg=dict(evaluator=dict(type=AccEvaluator),
+                          pred_postprocessor=dict(type=gsm8k_postprocess),
+                          dataset_postprocessor=dict(type=gsm8k_dataset_postprocess)))]
+    """))
+    return path
+
+
+JUDGE_MODEL = "judge-model"
+JUDGE_TEMPLATE = ("Question: {question}\nGold: {reference}\n<Predicted Answer Begin>\n"
+                  "{prediction}\n<Predicted End>\nReply A if correct, B if not.")
+
+
+def write_judge_config(path: Path, data: Path, url: str, *, mode: str = "cascade",
+                       judge: dict[str, Any] | None = None, judge_url: str | None = None) -> Path:
+    """A cascade (``mode='cascade'``), parallel or judge-only (``'judge'``) config, as
+    ``tests/helpers.write_judge_config`` writes it: rule = exact match after gsm8k
+    extraction, judge = ``judge-model`` (on ``judge_url``, default the model's server),
+    model = ``fake-model``."""
+    judge_cfg = {"abbr": "judge", "path": JUDGE_MODEL, "openai_api_base": judge_url or url,
+                 "key": "sk-judge-not-a-secret", **(judge or {})}
+    llm = (f"dict(type=GenericLLMEvaluator, prompt_template=dict(type=RawPromptTemplate, "
+           f"messages=[dict(role='user', content={JUDGE_TEMPLATE!r})]), "
+           f"judge_cfg={judge_cfg!r}, "
+           f"dict_postprocessor=dict(type=generic_llmjudge_postprocess))")
+    rule = "dict(type=AccEvaluator, pred_postprocessor=dict(type='gsm8k'))"
+    evaluator = llm if mode == "judge" else (
+        f"dict(type=CascadeEvaluator, rule_evaluator={rule}, llm_evaluator={llm}, "
+        f"parallel={mode == 'parallel'})")
+    path.write_text(textwrap.dedent(f"""
+        from harness import (CustomDataset, RawPromptTemplate, ZeroRetriever, GenInferencer,
+                             AccEvaluator, CascadeEvaluator, GenericLLMEvaluator,
+                             generic_llmjudge_postprocess)
+        reader_cfg = dict(input_columns=['question'], output_column='answer')
+        datasets = [dict(
+            abbr='arith', type=CustomDataset, path={str(data)!r}, reader_cfg=reader_cfg,
+            infer_cfg=dict(
+                prompt_template=dict(type=RawPromptTemplate,
+                                     messages=[dict(role='user', content='{{question}}')]),
+                retriever=dict(type=ZeroRetriever),
+                inferencer=dict(type=GenInferencer, max_out_len=32)),
+            eval_cfg=dict(evaluator={evaluator},
+                          dataset_postprocessor=dict(type='gsm8k-dataset')))]
+        models = [dict(abbr='fake', path='fake-model', openai_api_base={url!r},
+                       key='sk-model-not-a-secret')]
+    """))
+    return path
+
+
+def cascade_reply(body: dict[str, Any]) -> str:
+    """Model replies by ``a % 4``: 0 and 2 right and plain; 1 right in a form the rule
+    cannot read (``"N-1 plus one"``); 3 wrong. Rule failures: a % 4 in (1, 3)."""
+    match = _QUESTION.search(body["messages"][-1]["content"])
+    if not match:
+        return "I do not know."
+    a, b = int(match.group(1)), int(match.group(2))
+    if a % 4 == 1:
+        return f"It is {a + b - 1} plus one."
+    return f"The answer is {a + b + (a % 4 == 3)}."
+
+
+_GOLD = re.compile(r"Gold: (\S+)")
+_PRED = re.compile(r"<Predicted Answer Begin>\n(.*)\n<Predicted End>", re.DOTALL)
+
+
+def fake_judge(body: dict[str, Any]) -> str:
+    """Grades ``JUDGE_TEMPLATE`` prompts exactly: ``A`` if right, else ``B``."""
+    text = body["messages"][0]["content"]
+    gold, pred = _GOLD.search(text), _PRED.search(text)
+    if not gold or not pred:
+        return "B"
+    plus = re.search(r"(\d+) plus one", pred.group(1))
+    value = str(int(plus.group(1)) + 1) if plus else (re.findall(r"\d+", pred.group(1)) or [""])[-1]
+    return "A" if value == gold.group(1) else "B"
+
+
+def is_judge(body: dict[str, Any]) -> bool:
+    """Whether a request body is addressed to the judge."""
+    return body.get("model") == JUDGE_MODEL
+
+
+def expected_rule_failures(n: int) -> int:
+    """How many rows of ``write_arith(n)`` ``cascade_reply`` answers in a way the rule fails."""
+    return sum(1 for a in range(n) if a % 4 in (1, 3))
+
+
+def harness_run(config: Path, work: Path, *extra: str) -> list[str]:
+    """``python -m harness run CONFIG -q -w WORK ...``."""
+    return [PY, "-m", "harness", "run", str(config), "-q", "-w", str(work), *extra]
+
+
+def read_results(work: Path) -> list[dict[str, Any]]:
+    """The per-dataset result objects of a finished run (``summary.json``)."""
+    return json.loads((work / "summary.json").read_text())["results"]
+
+
+# -- output ---------------------------------------------------------------------------
+
+def today() -> str:
+    """Today's date, ISO."""
+    return _dt.date.today().isoformat()
+
+
+def revision() -> str:
+    """The checked-out commit (short), read without touching git's state; ``?`` if unknown."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or "?"
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def params_text(params: dict[str, Any]) -> str:
+    """``N=10000 C=64 L=0.1`` from a dict of the command's parameters."""
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def fmt(value: Any, digits: int = 2) -> str:
+    """Numbers with ``digits`` decimals (ints as is), ``-`` for None."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def document(bench: str, params: dict[str, Any], rows: Iterable[dict[str, Any]],
+             extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The machine-readable result of one table."""
+    return {"bench": bench, "date": today(), "revision": revision(), "params": params,
+            "rows": list(rows), **(extra or {})}
+
+
+def print_json(doc: Any) -> None:
+    """Print ``doc`` as indented JSON (anything not JSON-native as ``str``)."""
+    print(json.dumps(doc, indent=1, default=str))
+
+
+def print_table(params: dict[str, Any], columns: Sequence[str],
+                rows: Iterable[dict[str, Any]], notes: Sequence[str] = (),
+                digits: dict[str, int] | None = None) -> None:
+    """A markdown table: date, parameters, then ``columns`` (values through :func:`fmt`,
+    with ``digits[column]`` decimals where given, else 2)."""
+    digits = digits or {}
+    head = ["date", "params", *columns]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    ptext = params_text(params)
+    for row in rows:
+        cells = [today(), ptext, *(fmt(row.get(c), digits.get(c, 2)) for c in columns)]
+        print("| " + " | ".join(cells) + " |")
+    for note in notes:
+        print(note)
+
+
+def emit(bench: str, params: dict[str, Any], columns: Sequence[str],
+         rows: Iterable[dict[str, Any]], *, as_json: bool, extra: dict[str, Any] | None = None,
+         notes: Sequence[str] = (), digits: dict[str, int] | None = None) -> None:
+    """Print one markdown table (:func:`print_table`) or one JSON object (:func:`document`)."""
+    rows = list(rows)
+    if as_json:
+        print_json(document(bench, params, rows, extra))
+    else:
+        print_table(params, columns, rows, notes, digits)
+
+
+def common_args(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """``--json`` for every benchmark; also makes SIGTERM clean up like Ctrl-C."""
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    exit_on_sigterm()
+    return parser
+
+
+def exit_on_sigterm() -> None:
+    """Turn SIGTERM into ``KeyboardInterrupt`` so ``finally`` blocks stop the children
+    (Python's default for SIGTERM is to die on the spot and leave them running)."""
+    import signal
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def busy_cores(seconds: float = 1.0) -> float:
+    """How many CPUs were busy (all processes, from ``/proc/stat``) over ``seconds``:
+    measured before a benchmark starts, it shows how loaded the machine already is."""
+    def snap() -> tuple[int, int]:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+        idle = fields[3] + fields[4]
+        return sum(fields[:8]) - idle, sum(fields[:8])
+
+    busy0, total0 = snap()
+    time.sleep(seconds)
+    busy1, total1 = snap()
+    cpus = os.cpu_count() or 1
+    return round(cpus * (busy1 - busy0) / max(1, total1 - total0), 2)
+
+
+def median(values: Iterable[float]) -> float:
+    """The median."""
+    return statistics.median(list(values))
+
+
+def children(pid: int | None = None) -> list[int]:
+    """Direct child processes of ``pid`` (default: this process), from ``/proc``."""
+    pid = pid or os.getpid()
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def kill_children(keep: Iterable[int] = ()) -> list[int]:
+    """Kill and reap this process's remaining children (e.g. worker processes left behind
+    by an error), except those in ``keep`` (started earlier, by someone else); return the
+    ids killed."""
+    import signal
+
+    keep = set(keep)
+    left = [pid for pid in children() if pid not in keep]
+    for child in left:
+        try:
+            os.kill(child, signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+    for child in left:
+        try:
+            os.waitpid(child, 0)
+        except ChildProcessError:
+            pass
+    return left
