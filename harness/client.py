@@ -1,27 +1,22 @@
-"""Model calls: ``openai.AsyncOpenAI`` on its aiohttp transport, one retry policy.
+"""Model calls: one transport, one retry policy, a hard deadline per attempt.
 
-The SDK's own retries are off (``max_retries=0``) so ``harness.retry`` alone decides
-every retry. Each attempt runs under a hard ``anyio.fail_after`` as well as the HTTP
-timeout, so a stalled socket can never hang a run.
-
-Requests go through the SDK's client (its transport, auth headers and error classes)
-but with ``client.post(..., cast_to=Response)`` rather than the typed
-``chat.completions.create``: the typed path re-validates every request and builds
-pydantic models for every reply, which cost more CPU than everything else harness does
-per sample (profiled: about 0.6 ms a call on this machine). The reply is read as plain
-JSON, and every generation parameter goes into the body as given, so server-specific
-fields (``grammar``, ``guided_choice``, ``top_k``) need no special handling.
+``harness.retry`` alone decides every retry (the SDK's own retries are off when the
+``openai`` transport is used). Each attempt runs under a hard ``anyio.fail_after`` as
+well as the socket timeouts, so a stalled socket can never hang a run. Replies are read
+as plain JSON and every generation parameter goes into the body as given, so
+server-specific fields (``grammar``, ``guided_choice``, ``top_k``) need no special
+handling. See ``harness.transport`` for the two transports.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .errors import ModelCallError
 from .records import ModelSpec
 from .retry import BadResponse, CallStats, RetryPolicy, classify
+from .transport import make_transport
 
 Logprobs = tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...]
 
@@ -54,37 +49,20 @@ class ModelClient:
         # paced slot, and a 429 pauses the pacing for everyone, not just the caller.
         self.limiter = limiter
         self.policy = policy or RetryPolicy(max_attempts=spec.max_attempts)
-        self._concurrency = concurrency
-        self._client: Any = None
-
-    def _open(self) -> Any:
-        # Made on first use: the SDK takes most of a second to import, and a rerun whose
-        # every answer is stored never needs it.
-        if self._client is None:
-            import httpx2  # the SDK's HTTP layer
-            import openai
-
-            self._response_type = httpx2.Response
-            limits = httpx2.Limits(max_connections=self._concurrency,
-                                   max_keepalive_connections=self._concurrency)
-            self._client = openai.AsyncOpenAI(
-                base_url=self.spec.base_url, api_key=self.spec.api_key or "EMPTY",
-                max_retries=0, timeout=self.spec.timeout,
-                http_client=openai.DefaultAioHttpClient(timeout=self.spec.timeout,
-                                                        limits=limits))
-        return self._client
+        # Connections open on the first request, so a rerun served from the store
+        # never even creates a session.
+        self._transport = make_transport(spec.transport, spec.base_url, spec.api_key,
+                                         spec.timeout, concurrency)
 
     async def aclose(self) -> None:
         """Close the HTTP session (if one was opened)."""
-        if self._client is not None:
-            await self._client.close()
+        await self._transport.aclose()
 
     async def complete(self, messages: Sequence[Mapping[str, str]],
                        gen_params: Mapping[str, Any]) -> CallResult:
         """One chat completion, retried by the policy; raises ``ModelCallError`` for good."""
         import anyio
 
-        client = self._open()
         body = {"model": self.spec.model, "messages": list(messages), **gen_params}
         max_tokens = gen_params.get("max_tokens") or gen_params.get("max_completion_tokens")
         estimate = sum(len(m.get("content") or "") for m in messages) // 4 + int(max_tokens or 0)
@@ -97,9 +75,7 @@ class ModelClient:
                     # The hard bound sits a little above the HTTP timeout so the SDK's
                     # own timeout error (clearer) normally fires first.
                     with anyio.fail_after(self.spec.timeout + 5):
-                        raw = await client.post("/chat/completions", body=body,
-                                                cast_to=self._response_type)
-                        data = json.loads(raw.content)
+                        data = await self._transport.post(body)
                 except Exception as exc:
                     info = classify(exc)
                     if self.limiter is not None and info.kind == "rate_limit":

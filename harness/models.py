@@ -92,7 +92,18 @@ def model_spec(cfg: Mapping[str, Any], where: str, overrides: ModelOverrides = M
         max_attempts=int(overrides.max_attempts or cfg.get("max_attempts")
                          or cfg.get("retry") or 6),
         concurrency=cfg.get("concurrency"),
+        transport=_transport(cfg, where),
     )
+
+
+def _transport(cfg: Mapping[str, Any], where: str) -> str:
+    from .transport import TRANSPORTS
+
+    name = str(cfg.get("transport") or "aiohttp")
+    if name not in TRANSPORTS:
+        raise ConfigError(f"transport must be one of {', '.join(TRANSPORTS)}",
+                          field=f"{where}.transport")
+    return name
 
 
 def _base_url(cfg: Mapping[str, Any]) -> str | None:

@@ -53,6 +53,7 @@ class ModelSpec:
     max_attempts: int = 6
     concurrency: int | None = None
     endpoint_id: str | None = None
+    transport: str = "aiohttp"
 
     def identity(self) -> dict[str, Any]:
         """What identifies this model's outputs: the endpoint and the model name.

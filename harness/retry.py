@@ -9,8 +9,8 @@ so they become ``PermanentModelError`` and stop the run with one message.
 
 from __future__ import annotations
 
-import json
 import random
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, TypeVar
 
@@ -59,30 +59,42 @@ class Classified:
 
 
 def classify(exc: BaseException) -> Classified:
-    """Classify an exception raised by one attempt (openai SDK or our own checks)."""
-    import openai  # imported here: the SDK is slow to import and --help must be fast
+    """Classify an exception raised by one attempt, from either transport."""
+    import aiohttp
 
-    if isinstance(exc, (TimeoutError, openai.APITimeoutError)):
+    from .transport import HTTPStatusError
+
+    if isinstance(exc, TimeoutError):
         return Classified("timeout", True)
-    if isinstance(exc, openai.APIStatusError):
-        status = exc.status_code
-        if status == 429:
-            return Classified("rate_limit", True, status, _retry_after(exc.response.headers))
-        if status >= 500:
-            return Classified("server_error", True, status, _retry_after(exc.response.headers))
-        if status in (401, 403):
-            return Classified("auth", False, status)
-        if status == 404:
-            return Classified("not_found", False, status)
-        if status == 408:
-            return Classified("timeout", True, status)
-        return Classified("bad_request", False, status)
-    if isinstance(exc, openai.APIConnectionError):
+    if isinstance(exc, HTTPStatusError):
+        return _by_status(exc.status, exc.headers)
+    if isinstance(exc, aiohttp.ClientError):
         return Classified("connection", True)
-    if isinstance(exc, (BadResponse, openai.APIResponseValidationError, json.JSONDecodeError,
-                        ValueError)):
+    openai = sys.modules.get("openai")  # only loaded when the SDK transport is in use
+    if openai is not None:
+        if isinstance(exc, openai.APITimeoutError):
+            return Classified("timeout", True)
+        if isinstance(exc, openai.APIStatusError):
+            return _by_status(exc.status_code, exc.response.headers)
+        if isinstance(exc, openai.APIConnectionError):
+            return Classified("connection", True)
+    if isinstance(exc, (BadResponse, ValueError)):  # JSONDecodeError is a ValueError
         return Classified("bad_response", True)
     return Classified("unexpected", False)
+
+
+def _by_status(status: int, headers: Any) -> Classified:
+    if status == 429:
+        return Classified("rate_limit", True, status, _retry_after(headers))
+    if status >= 500:
+        return Classified("server_error", True, status, _retry_after(headers))
+    if status in (401, 403):
+        return Classified("auth", False, status)
+    if status == 404:
+        return Classified("not_found", False, status)
+    if status == 408:
+        return Classified("timeout", True, status)
+    return Classified("bad_request", False, status)
 
 
 def _retry_after(headers: Any) -> float | None:

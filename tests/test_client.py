@@ -15,9 +15,19 @@ MESSAGES = [{"role": "user", "content": "hello"}]
 FAST = RetryPolicy(max_attempts=3, initial=0.01, maximum=0.05)
 
 
+TRANSPORT = {"name": "aiohttp"}
+
+
+@pytest.fixture(params=["aiohttp", "openai"], autouse=True)
+def transport(request, monkeypatch):
+    """Every client test runs on both transports."""
+    monkeypatch.setitem(TRANSPORT, "name", request.param)
+    return request.param
+
+
 def spec(server, **kw) -> ModelSpec:
     return ModelSpec(abbr="m", model="fake-model", base_url=server.base_url,
-                     api_key="sk-secret-1234", **kw)
+                     api_key="sk-secret-1234", transport=TRANSPORT["name"], **kw)
 
 
 async def call(server, policy=FAST, **kw):
