@@ -1,8 +1,8 @@
 """Model calls: one transport, one retry policy, a hard deadline per attempt.
 
 ``harness.retry`` alone decides every retry (the SDK's own retries are off when the
-``openai`` transport is used). Each attempt runs under a hard ``anyio.fail_after`` as
-well as the socket timeouts, so a stalled socket can never hang a run. Replies are read
+``openai`` transport is used). Each attempt has a hard deadline in its transport, so a
+stalled socket can never hang a run. Replies are read
 as plain JSON and every generation parameter goes into the body as given, so
 server-specific fields (``grammar``, ``guided_choice``, ``top_k``) need no special
 handling. See ``harness.transport`` for the two transports.
@@ -37,14 +37,16 @@ class ModelClient:
     """One endpoint's client; share it between all concurrent calls to that endpoint."""
 
     def __init__(self, spec: ModelSpec, *, concurrency: int = 64,
-                 policy: RetryPolicy | None = None, limiter: Any = None) -> None:
+                 policy: RetryPolicy | None = None, limiter: Any = None,
+                 limit_slots: bool = True) -> None:
         import anyio
 
         self.spec = spec
         self.stats = CallStats()
-        # Held per attempt (not across retry sleeps): an endpoint with few slots, such as
-        # the embedded model, gets no more requests than it can serve at once.
-        self._slots = anyio.CapacityLimiter(concurrency)
+        # Held per attempt (not across retry sleeps): an endpoint with fewer slots than
+        # there are callers, such as the embedded model, gets no more requests than it
+        # can serve at once. Callers that never outnumber the slots skip it (it costs).
+        self._slots = anyio.CapacityLimiter(concurrency) if limit_slots else None
         # An optional ``harness.judge.ratelimit.RateLimiter``: every attempt takes a
         # paced slot, and a 429 pauses the pacing for everyone, not just the caller.
         self.limiter = limiter
@@ -61,27 +63,27 @@ class ModelClient:
     async def complete(self, messages: Sequence[Mapping[str, str]],
                        gen_params: Mapping[str, Any]) -> CallResult:
         """One chat completion, retried by the policy; raises ``ModelCallError`` for good."""
-        import anyio
-
         body = {"model": self.spec.model, "messages": list(messages), **gen_params}
         max_tokens = gen_params.get("max_tokens") or gen_params.get("max_completion_tokens")
         estimate = sum(len(m.get("content") or "") for m in messages) // 4 + int(max_tokens or 0)
 
         async def attempt() -> dict[str, Any]:
+            if self._slots is None:
+                return await send()
             async with self._slots:
-                if self.limiter is not None:
-                    await self.limiter.acquire(estimate)
-                try:
-                    # The hard bound sits a little above the HTTP timeout so the SDK's
-                    # own timeout error (clearer) normally fires first.
-                    with anyio.fail_after(self.spec.timeout + 5):
-                        data = await self._transport.post(body)
-                except Exception as exc:
-                    info = classify(exc)
-                    if self.limiter is not None and info.kind == "rate_limit":
-                        self.limiter.pause(info.retry_after if info.retry_after is not None
-                                           else self.policy.initial * 2)
-                    raise
+                return await send()
+
+        async def send() -> dict[str, Any]:
+            if self.limiter is not None:
+                await self.limiter.acquire(estimate)
+            try:
+                data = await self._transport.post(body)
+            except Exception as exc:
+                info = classify(exc)
+                if self.limiter is not None and info.kind == "rate_limit":
+                    self.limiter.pause(info.retry_after if info.retry_after is not None
+                                       else self.policy.initial * 2)
+                raise
             _validate(data, max_tokens)
             if self.limiter is not None:
                 actual = int((data.get("usage") or {}).get("total_tokens") or 0)

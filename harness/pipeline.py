@@ -108,8 +108,9 @@ class Pipeline:
         needs_model = self.options.mode != "eval"
         for spec in self.models.values():
             if needs_model:
+                slots = spec.concurrency or self.options.concurrency
                 self.clients[spec.abbr] = ModelClient(
-                    spec, concurrency=spec.concurrency or self.options.concurrency)
+                    spec, concurrency=slots, limit_slots=slots < self.options.concurrency)
         for acc in self.accumulators.values():
             acc.open()
         try:

@@ -1,5 +1,8 @@
 """How a chat completion request reaches the server: two interchangeable transports.
 
+Each bounds one attempt with a hard deadline (``timeout``), so a stalled socket can
+never hang a run.
+
 ``aiohttp`` (the default) posts the JSON body on one pooled ``aiohttp`` session and
 reads the reply as plain JSON. ``openai`` sends the same body through
 ``openai.AsyncOpenAI`` on its aiohttp transport (``client.post``), for endpoints that
@@ -58,10 +61,9 @@ class AiohttpTransport:
         import aiohttp
 
         connector = aiohttp.TCPConnector(limit=self._concurrency, ttl_dns_cache=300)
-        # No total timeout here: the caller bounds each attempt (connection waits
-        # included) with its own hard deadline; these cut a stalled socket.
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._timeout,
-                                        sock_read=self._timeout)
+        # ``total`` is the hard deadline of one attempt, however the server stalls
+        # (headers never sent, or a body trickled byte by byte).
+        timeout = aiohttp.ClientTimeout(total=self._timeout, sock_connect=self._timeout)
         headers = {"Content-Type": "application/json",
                    "Authorization": f"Bearer {self._api_key or 'EMPTY'}"}
         self._session = aiohttp.ClientSession(connector=connector, timeout=timeout,
@@ -83,8 +85,13 @@ class OpenAITransport:
 
     async def post(self, body: Mapping[str, Any]) -> Any:
         """The reply's JSON; the SDK's ``APIStatusError`` for an error status."""
+        import anyio
+
         client = self._client or self._open()
-        raw = await client.post("/chat/completions", body=body, cast_to=self._response_type)
+        # The SDK's timeout is per read; the hard bound stops a trickling server too.
+        with anyio.fail_after(self._args[2] + 5):
+            raw = await client.post("/chat/completions", body=body,
+                                    cast_to=self._response_type)
         return json.loads(raw.content)
 
     def _open(self) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from tenacity import RetryCallState
 
 from harness.client import ModelClient
 from harness.errors import ModelCallError, PermanentModelError
@@ -100,13 +99,6 @@ async def test_api_key_never_appears_in_errors():
     assert "sk-secret-1234" not in str(info.value)
 
 
-def _state(exc: BaseException, attempt: int) -> RetryCallState:
-    state = RetryCallState(retry_object=None, fn=None, args=(), kwargs={})  # type: ignore[arg-type]
-    state.attempt_number = attempt
-    state.set_exception((type(exc), exc, None))
-    return state
-
-
 async def test_retry_after_is_a_floor_for_the_wait():
     async with FakeOpenAI(faults=fail_first(1, Fault("rate_limit", retry_after=7))) as server:
         import openai
@@ -119,13 +111,13 @@ async def test_retry_after_is_a_floor_for_the_wait():
     exc = info.value
     assert classify(exc).retry_after == 7
     policy = RetryPolicy(initial=0.5, maximum=30)
-    waits = [policy.wait(_state(exc, 1)) for _ in range(20)]
+    waits = [policy.delay(exc, 1) for _ in range(20)]
     assert all(7 <= w <= 7.5 for w in waits)
 
 
 def test_backoff_grows_and_is_capped():
     policy = RetryPolicy(initial=1.0, maximum=4.0)
     exc = TimeoutError()
-    assert all(0 <= policy.wait(_state(exc, 1)) <= 1.0 for _ in range(50))
-    assert all(0 <= policy.wait(_state(exc, 10)) <= 4.0 for _ in range(50))
-    assert max(policy.wait(_state(exc, 10)) for _ in range(200)) > 1.0
+    assert all(0 <= policy.delay(exc, 1) <= 1.0 for _ in range(50))
+    assert all(0 <= policy.delay(exc, 10) <= 4.0 for _ in range(50))
+    assert max(policy.delay(exc, 10) for _ in range(200)) > 1.0
