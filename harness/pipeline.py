@@ -2,9 +2,11 @@
 
 ::
 
-    produce ──▶ call_model ×C ──▶ score ×S ──▶ collect ──▶ (caller's iterator)
-       │  (stored predictions)  ▲    │
-       └────────────────────────┘    └──▶ write_store (one writer, batched commits)
+    produce ──▶ call_model ×C ──▶ score ×S ─────────────────▶ finish ──▶ (caller's iterator)
+       │  (stored predictions)  ▲  │     │                    ▲ (counts, details)
+       └────────────────────────┘  │     └──▶ judge ×M ───────┘
+                                   └──▶ write_store ◀── (verdicts)
+                                        (one writer, batched commits)
 
 Every stream is bounded, so a slow stage blocks the ones before it (backpressure) and
 memory holds at most a few buffers of samples, never the dataset. End-of-stream flows
@@ -64,6 +66,7 @@ class Pipeline:
         self.store = store
         self.options = options
         self.progress = progress or Progress()
+        self._out: ObjectSendStream[SampleResult] | None = None
         self.clients: dict[str, ModelClient] = {}
         self.scorer = Scorer(self.datasets, options.mode, options.rule_workers, self.progress)
         self.judges: dict[str, Any] = {}  # dataset abbr → JudgeRunner
@@ -105,6 +108,7 @@ class Pipeline:
 
     async def run(self, out: ObjectSendStream[SampleResult] | None = None) -> None:
         """Run every stage to completion; per-sample results also go to ``out``."""
+        self._out = out
         needs_model = self.options.mode != "eval"
         for spec in self.models.values():
             if needs_model:
@@ -114,7 +118,7 @@ class Pipeline:
         for acc in self.accumulators.values():
             acc.open()
         try:
-            await self._run_stages(out)
+            await self._run_stages()
         finally:
             with anyio.CancelScope(shield=True):
                 for client in self.clients.values():
@@ -124,45 +128,41 @@ class Pipeline:
             for acc in self.accumulators.values():
                 acc.close()
 
-    async def _run_stages(self, out: ObjectSendStream[SampleResult] | None) -> None:
+    async def _run_stages(self) -> None:
         create = anyio.create_memory_object_stream
         model_send, model_recv = create[Sample](max(4, self.options.concurrency // 4))
         score_send, score_recv = create[Completion](16)
         store_send, store_recv = create[Completion](1024)
-        result_send, result_recv = create[SampleResult](16)
         judge_send, judge_recv = create[JudgeTask](JUDGE_BUFFER)
         await self.scorer.start()
         judge_workers = max((e.spec.concurrency for e in self.endpoints.values()), default=0)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._produce, model_send, score_send.clone(), result_send.clone())
+            tg.start_soon(self._produce, model_send, score_send.clone())
             for _ in range(self.options.concurrency if self.clients else 0):
                 tg.start_soon(self._call_model, model_recv.clone(), score_send.clone(),
                               store_send.clone())
             for _ in range(self.scorer.parallelism):
-                tg.start_soon(self._score, score_recv.clone(), result_send.clone(),
-                              judge_send.clone())
+                tg.start_soon(self._score, score_recv.clone(), judge_send.clone())
             for _ in range(judge_workers):
-                tg.start_soon(self._judge, judge_recv.clone(), result_send.clone(),
-                              store_send.clone())
+                tg.start_soon(self._judge, judge_recv.clone(), store_send.clone())
             tg.start_soon(self._write_store, store_recv)
-            tg.start_soon(self._collect, result_recv, out)
-            for stream in (model_recv, score_send, score_recv, store_send, result_send,
-                           judge_send, judge_recv):
+            for stream in (model_recv, score_send, score_recv, store_send, judge_send,
+                           judge_recv):
                 stream.close()
 
     async def _produce(self, model_send: ObjectSendStream[Sample],
                        score_send: ObjectSendStream[Completion],
-                       result_send: ObjectSendStream[SampleResult]) -> None:
-        async with model_send, score_send, result_send:
+                       ) -> None:
+        async with model_send, score_send:
             for model in self.models.values():
                 for dataset in self.datasets.values():
                     batch: list[Sample] = []
                     for sample in self._samples(model, dataset):
                         batch.append(sample)
                         if len(batch) >= LOOKUP_BATCH:
-                            await self._route(batch, model_send, score_send, result_send)
+                            await self._route(batch, model_send, score_send)
                             batch = []
-                    await self._route(batch, model_send, score_send, result_send)
+                    await self._route(batch, model_send, score_send)
 
     def _samples(self, model: ModelSpec, dataset: DatasetSpec):  # -> Iterator[Sample]
         gen_params = {**model.gen_params, **dataset.gen_params}
@@ -178,7 +178,7 @@ class Pipeline:
 
     async def _route(self, batch: list[Sample], model_send: ObjectSendStream[Sample],
                      score_send: ObjectSendStream[Completion],
-                     result_send: ObjectSendStream[SampleResult]) -> None:
+                     ) -> None:
         """Send stored predictions straight to scoring and the rest to the model."""
         if not batch:
             return
@@ -190,7 +190,7 @@ class Pipeline:
                 await score_send.send(Completion(sample, "ok", hit[0], hit[1], None,
                                                  hit[2], hit[3], 0, cached=True))
             elif self.options.mode == "eval":
-                await result_send.send(SampleResult(
+                await self._finish(SampleResult(
                     sample.dataset, sample.model, sample.index, sample.replica, "missing",
                     sample.messages, None, None, sample.reference, None,
                     "no stored prediction (run without --mode eval to predict it)"))
@@ -225,21 +225,19 @@ class Pipeline:
                 await score_send.send(completion)
 
     async def _score(self, receive: ObjectReceiveStream[Completion],
-                     result_send: ObjectSendStream[SampleResult],
                      judge_send: ObjectSendStream[JudgeTask]) -> None:
-        async with receive, result_send, judge_send:
+        async with receive, judge_send:
             async for completion in receive:
                 outcome = await self.scorer.score(completion)
                 if isinstance(outcome, JudgeTask):
                     await judge_send.send(outcome)
                 else:
-                    await result_send.send(outcome)
+                    await self._finish(outcome)
 
     async def _judge(self, receive: ObjectReceiveStream[JudgeTask],
-                     result_send: ObjectSendStream[SampleResult],
                      store_send: ObjectSendStream[Any]) -> None:
         stage = self.progress.judge
-        async with receive, result_send, store_send:
+        async with receive, store_send:
             async for task in receive:
                 stage.in_flight += 1
                 try:
@@ -250,7 +248,7 @@ class Pipeline:
                 stage.failed += result.judge_status == "error"
                 if fresh is not None:
                     await store_send.send(fresh)
-                await result_send.send(result)
+                await self._finish(result)
 
     async def _write_store(self, receive: ObjectReceiveStream[Completion]) -> None:
         async with receive:
@@ -266,14 +264,16 @@ class Pipeline:
                 with anyio.CancelScope(shield=True):
                     await self.store.write_completions(batch)
 
-    async def _collect(self, receive: ObjectReceiveStream[SampleResult],
-                       out: ObjectSendStream[SampleResult] | None) -> None:
-        async with receive:
-            async for result in receive:
-                self.accumulators[(result.model, result.dataset)].add(result)
-                self.progress.results += 1
-                if out is not None:
-                    await out.send(result)
+    async def _finish(self, result: SampleResult) -> None:
+        """Count a finished sample, write its details row, hand it to the caller.
+
+        Called in the stage that finished the sample rather than through another
+        stream: accumulating is a few dict updates, not worth a task switch.
+        """
+        self.accumulators[(result.model, result.dataset)].add(result)
+        self.progress.results += 1
+        if self._out is not None:
+            await self._out.send(result)
 
     def summaries(self) -> list[dict[str, Any]]:
         """Results JSON of every (model, dataset), with call statistics."""
