@@ -5,12 +5,10 @@ prose replies without a box, and wrong answers taken from other problems), is sc
 
 1. ``sequential``: in this process, one after another, with
    ``MATHVerifyEvaluator().score_sample`` (main thread, so math-verify's alarms work);
-2. ``pool``: through ``WorkerPool`` (one worker per core; ``pool.warm('harness.evaluators')``
+2. ``pool``: through ``WorkerPool`` (one worker per core; ``pool.warm(evaluator.warm_up)``
    first, as the pipeline does, not timed), ``--tasks`` concurrent tasks (default
    2 × workers) pulling from one shared iterator and awaiting
-   ``pool.run(evaluator.score_sample, pred, gold, {}, timeout=...)``; then again with
-   ``math_verify`` also imported in the workers beforehand (``harness.evaluators`` imports
-   it lazily, so the first run pays sympy's import inside the first checks).
+   ``pool.run(evaluator.score_sample, pred, gold, {}, timeout=...)``.
 
 Then the pathological case: one prediction (default ``\\boxed{10^{10^{10^{10^{10}}}}}``
 against gold ``1``, which math-verify needs well over a minute to compare) is put in the
@@ -31,7 +29,6 @@ middle of the list, and the pool run is repeated twice:
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import time
@@ -45,8 +42,6 @@ import benchlib as bl
 DATA = bl.ROOT / "datasets" / "data" / "math500" / "test.jsonl"
 PATHOLOGICAL = r"\boxed{10^{10^{10^{10^{10}}}}}"
 TARGET_SPEEDUP = 1.7
-#: In a ``warm`` list: run one check in every worker (not a module to import).
-CHECK = "<one check>"
 
 
 def build_pairs(count: int, path: Path = DATA) -> list[tuple[str, str]]:
@@ -103,27 +98,16 @@ def run_sequential_fresh(pairs: list[tuple[str, str]]) -> dict[str, Any]:
 
 
 async def run_pool(pairs: list[tuple[str, str]], workers: int, tasks: int, timeout: float,
-                   evaluator_kwargs: dict[str, Any] | None = None,
-                   warm: tuple[str, ...] = ("harness.evaluators",)) -> dict[str, Any]:
-    """Score every pair through a ``WorkerPool`` warmed with ``warm`` (not timed);
-    per-sample results and timings."""
+                   evaluator_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Score every pair through a ``WorkerPool`` warmed as the pipeline warms it
+    (``pool.warm(evaluator.warm_up)``, not timed); per-sample results and timings."""
     from harness.evaluators.math_verify import MATHVerifyEvaluator
     from harness.workers import WorkerPool, WorkerTimeout
 
     evaluator = MATHVerifyEvaluator(**(evaluator_kwargs or {}))
     pool = WorkerPool(workers)
     start = time.perf_counter()
-    for module in warm:
-        if module == CHECK:
-            # One check per worker, as the sequential run does untimed: the calls overlap,
-            # so each takes a different idle worker.
-            async with anyio.create_task_group() as tg:
-                for _ in range(workers):
-                    tg.start_soon(functools.partial(pool.run, evaluator.score_sample,
-                                                    r"\boxed{\frac{1}{2}}", "0.5", {},
-                                                    timeout=60.0))
-        else:
-            await pool.warm(module)
+    await pool.warm(evaluator.warm_up)
     warm_s = time.perf_counter() - start
     correct: list[bool | None] = [None] * len(pairs)
     seconds = [0.0] * len(pairs)
@@ -199,26 +183,22 @@ def main() -> None:
     bad = list(pairs)
     bad.insert(len(bad) // 2, (args.pathological, args.pathological_gold))
     hang = {"parse_timeout": 3600, "verify_timeout": 3600}
-    full = ("harness.evaluators", "math_verify", CHECK)
-
-    scenarios = [("pool (warm: harness.evaluators)", pairs, limit, None,
-                  ("harness.evaluators",)),
-                 ("pool (warm: + math_verify, 1 check)", pairs, limit, None, full)]
+    scenarios = [("pool (warmed as the pipeline does)", pairs, limit, None)]
     if not args.no_pathological:
-        scenarios += [("pool + pathological, math-verify alarms on", bad, limit, None, full),
-                      ("pool + pathological, hang (alarms off)", bad, args.timeout, hang, full)]
+        scenarios += [("pool + pathological, math-verify alarms on", bad, limit, None),
+                      ("pool + pathological, hang (alarms off)", bad, args.timeout, hang)]
     # Every repeat runs every scenario, interleaved, so a burst of load from elsewhere
     # hits all of them alike; each row is the scenario's run with the median wall time.
     walls: dict[str, list[float]] = {}
     chosen: dict[str, list[dict[str, Any]]] = {}
     for _ in range(args.repeat):
         chosen.setdefault("sequential", []).append(run_sequential_fresh(pairs))
-        for name, items, timeout, kwargs, warm in scenarios:
+        for name, items, timeout, kwargs in scenarios:
             # One event loop per scenario: anyio keeps its worker processes per event
             # loop, so each scenario starts from fresh workers.
             before = bl.children()
             try:
-                result = anyio.run(run_pool, items, args.workers, tasks, timeout, kwargs, warm)
+                result = anyio.run(run_pool, items, args.workers, tasks, timeout, kwargs)
             finally:
                 bl.kill_children(keep=before)
             chosen.setdefault(name, []).append(result)
@@ -230,7 +210,7 @@ def main() -> None:
     seq = runs[0][1]
 
     base = seq["wall"]
-    pool_wall = runs[2][1]["wall"]
+    pool_wall = runs[1][1]["wall"]
     rows = []
     for name, r, timeout in runs:
         n = len(r["correct"])
@@ -253,11 +233,11 @@ def main() -> None:
                      "timeouts": r["timeouts"], "correct": sum(bool(c) for c in r["correct"]),
                      "mismatches vs sequential": mismatches,
                      "warm-up s": r["warm"], "slowest (index, s)": r.get("slowest")})
-    speedup, steady = rows[1]["speedup"], rows[2]["speedup"]
+    speedup = rows[1]["speedup"]
     params = {"count": args.count, "workers": args.workers, "tasks": tasks,
               "cores": os.cpu_count(), "repeat": args.repeat, "bg_busy_cpus": bg,
               "pathological": args.pathological}
-    extra = {"speedup": speedup, "speedup_math_verify_warmed": steady,
+    extra = {"speedup": speedup,
              "target_speedup": TARGET_SPEEDUP, "ok": speedup >= TARGET_SPEEDUP,
              "pathological_index": len(pairs) // 2}
     columns = ["run", "pairs", "pool timeout s", "wall s", "wall range s", "samples/s",
@@ -265,12 +245,9 @@ def main() -> None:
                "correct", "mismatches vs sequential", "warm-up s", "slowest (index, s)"]
     bl.emit("rules", params, columns, rows, as_json=args.json, extra=extra,
             notes=[f"\npool speedup over sequential on {args.workers} workers: {speedup:.2f}× "
-                   f"warmed as the pipeline does (harness.evaluators), {steady:.2f}× with "
-                   f"math_verify imported and one check run in each worker first "
                    f"(target ≥ {TARGET_SPEEDUP}×: "
-                   f"{'met' if speedup >= TARGET_SPEEDUP else 'NOT met'} / "
-                   f"{'met' if steady >= TARGET_SPEEDUP else 'NOT met'}). 'extra s vs pool' "
-                   f"compares with the math_verify-warmed pool run."])
+                   f"{'met' if speedup >= TARGET_SPEEDUP else 'NOT met'}). 'extra s vs pool' "
+                   f"compares with the plain pool run."])
 
 
 if __name__ == "__main__":

@@ -53,7 +53,9 @@ class Scorer:
     async def start(self) -> None:
         """Start worker processes (and their imports) before the first sample."""
         if self.pool is not None:
-            await self.pool.warm("harness.evaluators")
+            for dataset in self.datasets.values():
+                if dataset.evaluator is not None and dataset.evaluator.needs_worker:
+                    await self.pool.warm(dataset.evaluator.warm_up)
 
     async def score(self, completion: Completion) -> SampleResult | JudgeTask:
         """Score one completion; never raises for a per-sample problem."""

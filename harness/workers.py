@@ -9,7 +9,6 @@ pipeline.
 
 from __future__ import annotations
 
-import importlib
 import os
 from typing import Any, Callable
 
@@ -39,16 +38,13 @@ class WorkerPool:
             raise WorkerTimeout(f"rule check exceeded {timeout:g} s; its worker was killed")
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def warm(self, module: str) -> None:
-        """Start every worker and import ``module`` there, so imports (sympy takes
-        seconds) are not charged to the first samples' time limits."""
+    async def warm(self, warm_up: Callable[[], Any]) -> None:
+        """Start every worker and run ``warm_up`` there (math-verify's is one small
+        check, which imports sympy and compiles its parsers: seconds that must not be
+        charged to the first samples' time limits)."""
         async with anyio.create_task_group() as tg:
             for _ in range(self.size):
-                tg.start_soon(self._warm_one, module)
+                tg.start_soon(self._warm_one, warm_up)
 
-    async def _warm_one(self, module: str) -> None:
-        await anyio.to_process.run_sync(_import, module, limiter=self.limiter)
-
-
-def _import(module: str) -> None:
-    importlib.import_module(module)
+    async def _warm_one(self, warm_up: Callable[[], Any]) -> None:
+        await anyio.to_process.run_sync(warm_up, limiter=self.limiter)

@@ -43,6 +43,9 @@ class BaseEvaluator:
         """Score one sample: a dict with at least ``correct``, ``pred`` and ``answer``."""
         raise NotImplementedError
 
+    def warm_up(self) -> None:
+        """Prepare a worker process (imports, caches) before it scores samples."""
+
     def score(self, predictions: list[Any], references: list[Any],
               test_set: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
         """OpenCompass's batch interface: ``{metric: percent, 'details': [...]}``."""

@@ -28,6 +28,10 @@ class MATHVerifyEvaluator(BaseEvaluator):
         self.parse_timeout = int(parse_timeout)
         self.verify_timeout = int(verify_timeout)
 
+    def warm_up(self) -> None:
+        """Import math-verify and sympy, and run one check, in this worker."""
+        self.score_sample("\\boxed{\\frac{1}{2}}", "0.5")
+
     def score_sample(self, prediction: Any, reference: Any,
                      test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Parse gold and prediction, then ``verify(gold, prediction)``."""

@@ -139,6 +139,11 @@ class CascadeEvaluator(BaseEvaluator):
         if self.rule_evaluator is not None:
             self.timeout = self.rule_evaluator.timeout
 
+    def warm_up(self) -> None:
+        """Warm the rule layer."""
+        if self.rule_evaluator is not None:
+            self.rule_evaluator.warm_up()
+
     def score_sample(self, prediction: Any, reference: Any,
                      test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The rule layer's verdict on one sample."""
