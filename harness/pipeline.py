@@ -4,7 +4,8 @@
 
     produce ──▶ call_model ×C ──▶ score ×S ─────────────────▶ finish ──▶ (caller's iterator)
        │  (stored predictions)  ▲  │     │                    ▲ (counts, details)
-       └────────────────────────┘  │     └──▶ judge ×M ───────┘
+       └────────────────────────┘  │     └──▶ judge lookup ─┬─┘ (stored verdicts)
+                                   │          (batched)     └─▶ judge ask ×M ─▶ finish
                                    └──▶ write_store ◀── (verdicts)
                                         (one writer, batched commits)
 
@@ -134,6 +135,7 @@ class Pipeline:
         score_send, score_recv = create[Completion](16)
         store_send, store_recv = create[Completion](1024)
         judge_send, judge_recv = create[JudgeTask](JUDGE_BUFFER)
+        ask_send, ask_recv = create[Any](16)
         await self.scorer.start()
         judge_workers = max((e.spec.concurrency for e in self.endpoints.values()), default=0)
         async with anyio.create_task_group() as tg:
@@ -143,11 +145,13 @@ class Pipeline:
                               store_send.clone())
             for _ in range(self.scorer.parallelism):
                 tg.start_soon(self._score, score_recv.clone(), judge_send.clone())
+            if judge_workers:
+                tg.start_soon(self._judge_lookup, judge_recv.clone(), ask_send.clone())
             for _ in range(judge_workers):
-                tg.start_soon(self._judge, judge_recv.clone(), store_send.clone())
+                tg.start_soon(self._judge_ask, ask_recv.clone(), store_send.clone())
             tg.start_soon(self._write_store, store_recv)
             for stream in (model_recv, score_send, score_recv, store_send, judge_send,
-                           judge_recv):
+                           judge_recv, ask_send, ask_recv):
                 stream.close()
 
     async def _produce(self, model_send: ObjectSendStream[Sample],
@@ -234,20 +238,41 @@ class Pipeline:
                 else:
                     await self._finish(outcome)
 
-    async def _judge(self, receive: ObjectReceiveStream[JudgeTask],
-                     store_send: ObjectSendStream[Any]) -> None:
+    async def _judge_lookup(self, receive: ObjectReceiveStream[JudgeTask],
+                            ask_send: ObjectSendStream[Any]) -> None:
+        """Serve stored verdicts in batches (one query each); send the rest to be asked."""
+        async with receive, ask_send:
+            async for first in receive:
+                batch = [first]
+                while len(batch) < LOOKUP_BATCH:
+                    try:
+                        batch.append(receive.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                prepared = [(task, self.judges[task.result.dataset]) for task in batch]
+                prepared = [(task, runner, *runner.prepare(task)) for task, runner in prepared]
+                stored = await self.store.lookup_verdicts([p[3] for p in prepared])
+                for task, runner, messages, key in prepared:
+                    verdict = stored.get(key)
+                    if verdict is not None:
+                        self.progress.judge.done += 1
+                        await self._finish(runner.cached(task, verdict, messages))
+                    else:
+                        await ask_send.send((task, runner, messages, key))
+
+    async def _judge_ask(self, receive: ObjectReceiveStream[Any],
+                         store_send: ObjectSendStream[Any]) -> None:
         stage = self.progress.judge
         async with receive, store_send:
-            async for task in receive:
+            async for task, runner, messages, key in receive:
                 stage.in_flight += 1
                 try:
-                    result, fresh = await self.judges[task.result.dataset].judge(task)
+                    result, fresh = await runner.ask(task, messages, key)
                 finally:
                     stage.in_flight -= 1
                 stage.done += 1
                 stage.failed += result.judge_status == "error"
-                if fresh is not None:
-                    await store_send.send(fresh)
+                await store_send.send(fresh)
                 await self._finish(result)
 
     async def _write_store(self, receive: ObjectReceiveStream[Completion]) -> None:

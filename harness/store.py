@@ -184,14 +184,15 @@ class Store:
         async with self.conn.execute(sql, tuple(keys)) as cur:
             return {row[0]: StoredPrediction(row[1:]) for row in await cur.fetchall()}
 
-    async def lookup_verdict(self, key: str) -> VerdictRecord | None:
-        """The stored final verdict (``ok`` or ``unparsed``) under ``key``, if any."""
+    async def lookup_verdicts(self, keys: Sequence[str]) -> dict[str, VerdictRecord]:
+        """Stored final verdicts (``ok`` or ``unparsed``) among ``keys``, in one query."""
+        if not keys:
+            return {}
         sql = ("SELECT key, judge, model, dataset, idx, replica, status, verdict, reply, "
                "probability, error, requests, prompt_tokens, completion_tokens "
-               "FROM verdicts WHERE key=? AND status != 'error'")
-        async with self.conn.execute(sql, (key,)) as cur:
-            row = await cur.fetchone()
-        return VerdictRecord(*row, cached=True) if row else None
+               f"FROM verdicts WHERE status != 'error' AND key IN ({','.join('?' * len(keys))})")
+        async with self.conn.execute(sql, tuple(keys)) as cur:
+            return {row[0]: VerdictRecord(*row, cached=True) for row in await cur.fetchall()}
 
     async def write_completions(self, batch: Iterable[Completion | VerdictRecord]) -> None:
         """Commit a batch of fresh completions and verdicts in one transaction."""

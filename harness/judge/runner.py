@@ -78,23 +78,33 @@ class JudgeRunner:
         self.store = store
         self.gen_params = endpoint.spec.gen_params()
 
-    async def judge(self, task: JudgeTask) -> tuple[SampleResult, VerdictRecord | None]:
-        """The combined result, and the fresh verdict to store (``None`` if cached)."""
-        base = task.result
+    def prepare(self, task: JudgeTask) -> tuple[tuple[dict[str, str], ...], str]:
+        """The judge messages for ``task`` and the verdict key they make."""
         messages = self.evaluator.render(task.row, task.prediction, task.reference)
         key = content_key("verdict", judge=self.endpoint.spec.model.identity(),
-                          gen=self.gen_params, messages=list(messages), replica=base.replica)
+                          gen=self.gen_params, messages=list(messages),
+                          replica=task.result.replica)
+        return messages, key
+
+    def cached(self, task: JudgeTask, verdict: VerdictRecord,
+               messages: tuple[dict[str, str], ...]) -> SampleResult:
+        """The result for a verdict served from the store (zero requests)."""
+        self.endpoint.counters.cache_hits += 1
+        return self._count(task, verdict, messages)
+
+    async def ask(self, task: JudgeTask, messages: tuple[dict[str, str], ...],
+                  key: str) -> tuple[SampleResult, VerdictRecord]:
+        """Ask the judge; the combined result and the fresh verdict to store."""
+        verdict = await self._ask(messages, key, task.result)
+        return self._count(task, verdict, messages), verdict
+
+    def _count(self, task: JudgeTask, verdict: VerdictRecord,
+               messages: tuple[dict[str, str], ...]) -> SampleResult:
         counters = self.endpoint.counters
-        verdict = await self.store.lookup_verdict(key)
-        fresh = None
-        if verdict is not None:
-            counters.cache_hits += 1
-        else:
-            verdict = fresh = await self._ask(messages, key, base)
         counters.verdicts += verdict.status != "error"
         counters.unparsed += verdict.status == "unparsed"
         counters.errors += verdict.status == "error"
-        return combine(task, verdict, messages), fresh
+        return combine(task, verdict, messages)
 
     async def _ask(self, messages: tuple[dict[str, str], ...], key: str,
                    base: SampleResult) -> VerdictRecord:
