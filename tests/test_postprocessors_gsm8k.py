@@ -121,10 +121,9 @@ def test_prediction_and_gold_normalize_alike() -> None:
     assert gsm8k_postprocess("The answer is $1\u202f000.00") == gsm8k_dataset_postprocess("#### 1,000")
 
 
-GSM8K_TEST = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "gsm8k" / "test.jsonl"
+GSM8K_TEST = Path(__file__).resolve().parents[1] / "datasets" / "data" / "gsm8k" / "test.jsonl"
 
 
-@pytest.mark.skipif(not GSM8K_TEST.exists(), reason="shared GSM8K copy not present")
 def test_every_real_gold_solution_extracts_its_own_answer() -> None:
     rows = [json.loads(line) for line in GSM8K_TEST.read_text().splitlines()]
     for row in rows:
