@@ -21,7 +21,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 import anyio
 
 from .config import RunConfig, config_from_namespace, load_config
-from .errors import PermanentModelError, primary_error
+from .errors import ConfigError, PermanentModelError, primary_error
 from .models import ModelOverrides, resolve_models
 from .pipeline import Mode, Pipeline, PipelineOptions
 from .progress import Progress, print_progress
@@ -42,10 +42,15 @@ class RunReport:
 
     @property
     def failed(self) -> int:
-        """Samples whose model or judge call failed for good (retried on the next run)."""
+        """Samples not fully scored: unscored ones (a failed model or judge call, a
+        missing prediction, an evaluator error, an unreadable judge-only verdict) plus
+        cascade samples whose judge call failed. A rerun retries the failed calls."""
         total = 0
         for s in self.summaries:
-            total += s["counts"].get("model_error", 0) + s["counts"].get("judge_error", 0)
+            if s["mode"] != "infer":
+                total += s["total"] - s["scored"]
+            else:
+                total += s["counts"].get("model_error", 0)
             if s.get("judge_mode") in ("cascade", "parallel"):
                 total += s["cascade_stats"]["judge_error"]
         return total
@@ -122,13 +127,18 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
     progress.total = rows * (len(specs) if specs else 1)
     started = time.monotonic()
     async with contextlib.AsyncExitStack() as stack:
+        # The store first: a locked or incompatible work directory fails before any
+        # server is started or request sent.
+        store = await stack.enter_async_context(Store(work))
         if specs is None and mode != "eval":
             specs = [await stack.enter_async_context(_embedded_model())]
         elif specs is None:
             specs = [_embedded_spec("http://127.0.0.1:0/v1")]
         if mode != "eval":
             specs = [await _discover_name(s) for s in specs]
-        store = await stack.enter_async_context(Store(work))
+        elif any(not s.model for s in specs):
+            raise ConfigError("--mode eval needs the model name (--model) to find the "
+                              "stored predictions", field="model")
         pipeline = Pipeline(run_config.datasets, _unique(specs), store,
                             PipelineOptions(work, mode, concurrency, limit, dump_details),
                             progress)

@@ -129,8 +129,9 @@ def _run(args: argparse.Namespace) -> int:
           f"({report.elapsed:.1f}s)")
     print(f"report: python -m harness report {shlex.quote(str(report.work_dir))}")
     if report.failed:
-        print(f"{report.failed} samples failed (see 'error' in the details); run the same "
-              "command again to retry only those.", file=sys.stderr)
+        print(f"{report.failed} samples were not fully scored (see 'status' and 'error' in "
+              "the details); run the same command again to retry failed calls.",
+              file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     return EXIT_OK
 

@@ -1,4 +1,5 @@
-"""Model calls: one transport, one retry policy, a hard deadline per attempt.
+"""Model calls: a transport (see ``harness.transport``), one retry policy, a hard
+deadline per attempt.
 
 ``harness.retry`` alone decides every retry (the SDK's own retries are off when the
 ``openai`` transport is used). Each attempt has a hard deadline in its transport, so a
@@ -10,7 +11,7 @@ handling. See ``harness.transport`` for the two transports.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from .errors import ModelCallError
@@ -67,13 +68,13 @@ class ModelClient:
         max_tokens = gen_params.get("max_tokens") or gen_params.get("max_completion_tokens")
         estimate = sum(len(m.get("content") or "") for m in messages) // 4 + int(max_tokens or 0)
 
-        async def attempt() -> dict[str, Any]:
+        async def attempt() -> CallResult:
             if self._slots is None:
                 return await send()
             async with self._slots:
                 return await send()
 
-        async def send() -> dict[str, Any]:
+        async def send() -> CallResult:
             if self.limiter is not None:
                 await self.limiter.acquire(estimate)
             try:
@@ -84,29 +85,27 @@ class ModelClient:
                     self.limiter.pause(info.retry_after if info.retry_after is not None
                                        else self.policy.initial * 2)
                 raise
-            _validate(data, max_tokens)
+            result = _read(data, max_tokens)  # BadResponse (retried) if malformed
             if self.limiter is not None:
-                actual = int((data.get("usage") or {}).get("total_tokens") or 0)
+                actual = result.prompt_tokens + result.completion_tokens
                 if actual:
                     self.limiter.settle(estimate, actual)
-            return data
+            return result
 
         try:
-            data, tries = await self.policy.call(attempt, self.stats, self._describe())
+            result, tries = await self.policy.call(attempt, self.stats, self._describe())
         except ModelCallError as exc:
             # Still cut short after every attempt: that is the server's real answer
             # (a context-length stop, say), so keep it rather than lose the sample.
             if not isinstance(exc.__cause__, SuspectTruncation):
-                raise
-            data, tries = exc.__cause__.data, exc.attempts
-        choice = data["choices"][0]
-        usage = data.get("usage") or {}
-        prompt_tokens = int(usage.get("prompt_tokens") or 0)
-        completion_tokens = int(usage.get("completion_tokens") or 0)
-        self.stats.prompt_tokens += prompt_tokens
-        self.stats.completion_tokens += completion_tokens
-        return CallResult(choice["message"].get("content") or "", choice.get("finish_reason"),
-                          prompt_tokens, completion_tokens, tries, _logprobs(choice))
+                # A server may echo the request, key included: it never leaves in a
+                # message (and the raw cause, which could hold it, is dropped).
+                raise type(exc)(self.redact(str(exc)), kind=exc.kind, status=exc.status,
+                                attempts=exc.attempts) from None
+            result, tries = exc.__cause__.result, exc.attempts
+        self.stats.prompt_tokens += result.prompt_tokens
+        self.stats.completion_tokens += result.completion_tokens
+        return replace(result, attempts=tries)
 
     def redact(self, text: str) -> str:
         """``text`` with this client's API key removed (errors may echo request data)."""
@@ -121,23 +120,33 @@ class SuspectTruncation(BadResponse):
     """``finish_reason='length'`` before ``max_tokens`` was reached: a reply cut short by
     a server hiccup, worth one more try (a real length stop uses all ``max_tokens``)."""
 
-    def __init__(self, data: dict[str, Any]) -> None:
+    def __init__(self, result: CallResult) -> None:
         super().__init__("the reply stopped for length before max_tokens")
-        self.data = data
+        self.result = result
 
 
-def _validate(data: Any, max_tokens: int | None) -> None:
+def _read(data: Any, max_tokens: int | None) -> CallResult:
+    """The usable parts of a reply; ``BadResponse`` for anything malformed."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise BadResponse("the response has no choices")
-    message = choices[0].get("message")
+    choice = choices[0]
+    message = choice.get("message")
     if not isinstance(message, dict) or (message.get("content") is None
                                          and not message.get("refusal")):
         raise BadResponse("the response message has no content")
-    if choices[0].get("finish_reason") == "length" and max_tokens:
-        used = (data.get("usage") or {}).get("completion_tokens")
+    try:
+        usage = data.get("usage") or {}
+        result = CallResult(str(message.get("content") or ""), choice.get("finish_reason"),
+                            int(usage.get("prompt_tokens") or 0),
+                            int(usage.get("completion_tokens") or 0), 0, _logprobs(choice))
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise BadResponse(f"malformed usage or logprobs: {exc!r}") from exc
+    if result.finish_reason == "length" and max_tokens:
+        used = usage.get("completion_tokens")
         if used is not None and used < int(max_tokens):
-            raise SuspectTruncation(data)
+            raise SuspectTruncation(result)
+    return result
 
 
 def _logprobs(choice: dict[str, Any]) -> Logprobs | None:

@@ -14,7 +14,7 @@ from typing import Any, Iterator, Mapping
 
 from .errors import DatasetError
 
-_RANGE = re.compile(r"^\s*\[?\s*(-?\d*)\s*:\s*(-?\d*)\s*\]?\s*$")
+_RANGE = re.compile(r"^\s*\[?\s*(\d*)\s*:\s*(\d*)\s*\]?\s*$")
 
 
 class CustomDataset:
@@ -116,6 +116,7 @@ def parse_range(spec: str | None) -> slice:
         return slice(None)
     match = _RANGE.match(spec)
     if not match:
-        raise ValueError(f"test_range {spec!r} is not of the form '[start:stop]'")
+        raise ValueError(f"test_range {spec!r} is not of the form '[start:stop]' "
+                         "(non-negative row numbers)")
     start, stop = (int(x) if x else None for x in match.groups())
     return slice(start, stop)

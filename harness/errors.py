@@ -1,7 +1,7 @@
 """The exception tree of harness.
 
-Errors from ``openai``, ``aiohttp`` and ``sqlite3`` are translated at the boundary
-(``raise ... from exc``) so callers only ever catch these::
+Errors from the transports (``aiohttp``, ``openai``) and ``sqlite3`` are translated at
+the boundary (``raise ... from exc``) so callers only ever catch these::
 
     HarnessError
      ├── ConfigError            bad config, dataset or template (CLI exit code 2)

@@ -90,11 +90,14 @@ class Pipeline:
             if judge is None:
                 continue
             spec = judge_spec(judge.judge_cfg, f"datasets[{i}].eval_cfg.evaluator.judge_cfg")
-            ident = content_key("endpoint", id=spec.model.identity(), rpm=spec.rpm,
-                                tpm=spec.tpm, concurrency=spec.concurrency)
+            # Datasets share a client and a pacer only for the same endpoint, key and
+            # limits; each runner keeps its own generation and re-ask settings. (The
+            # key is part of an in-memory dict key only, never stored.)
+            ident = content_key("endpoint", id=spec.model.identity(), key=spec.model.api_key,
+                                rpm=spec.rpm, tpm=spec.tpm, concurrency=spec.concurrency)
             if ident not in self.endpoints:
                 self.endpoints[ident] = JudgeEndpoint(spec)
-            self.judges[abbr] = JudgeRunner(judge, self.endpoints[ident], self.store)
+            self.judges[abbr] = JudgeRunner(judge, self.endpoints[ident], self.store, spec)
 
     def _judge_mode(self, dataset: str) -> str | None:
         has_rule, judge, judge_all = self.scorer.plans[dataset]
@@ -118,16 +121,19 @@ class Pipeline:
                     spec, concurrency=slots, limit_slots=slots < self.options.concurrency)
         for acc in self.accumulators.values():
             acc.open()
+        finished = False
         try:
             await self._run_stages()
+            finished = True
         finally:
             with anyio.CancelScope(shield=True):
                 for client in self.clients.values():
                     await client.aclose()
                 for endpoint in self.endpoints.values():
                     await endpoint.aclose()
+            # An interrupted run leaves the previous details file as it was.
             for acc in self.accumulators.values():
-                acc.close()
+                acc.close(keep=finished)
 
     async def _run_stages(self) -> None:
         create = anyio.create_memory_object_stream
@@ -210,13 +216,13 @@ class Pipeline:
                 client = self.clients[sample.model]
                 stage.in_flight += 1
                 try:
+                    # A PermanentModelError (bad key, unknown model) ends the run here.
                     result = await client.complete(sample.messages, sample.gen_params)
-                except PermanentModelError as exc:
-                    raise PermanentModelError(client.redact(str(exc)), kind=exc.kind,
-                                              status=exc.status, attempts=exc.attempts) from None
                 except ModelCallError as exc:
+                    if isinstance(exc, PermanentModelError):
+                        raise
                     stage.failed += 1
-                    completion = Completion(sample, "error", error=client.redact(str(exc)),
+                    completion = Completion(sample, "error", error=str(exc),
                                             attempts=exc.attempts)
                 else:
                     stage.done += 1
@@ -243,12 +249,7 @@ class Pipeline:
         """Serve stored verdicts in batches (one query each); send the rest to be asked."""
         async with receive, ask_send:
             async for first in receive:
-                batch = [first]
-                while len(batch) < LOOKUP_BATCH:
-                    try:
-                        batch.append(receive.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
+                batch = [first, *_drain(receive, LOOKUP_BATCH - 1)]
                 prepared = [(task, self.judges[task.result.dataset]) for task in batch]
                 prepared = [(task, runner, *runner.prepare(task)) for task, runner in prepared]
                 stored = await self.store.lookup_verdicts([p[3] for p in prepared])
@@ -275,19 +276,19 @@ class Pipeline:
                 await store_send.send(fresh)
                 await self._finish(result)
 
-    async def _write_store(self, receive: ObjectReceiveStream[Completion]) -> None:
+    async def _write_store(self, receive: ObjectReceiveStream[Any]) -> None:
         async with receive:
-            async for first in receive:
-                batch = [first]
-                while len(batch) < 512:
-                    try:
-                        batch.append(receive.receive_nowait())
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
-                # A received completion is a paid-for request: finish committing it even
-                # if the run is being cancelled.
+            try:
+                async for first in receive:
+                    # A received reply is a paid-for request: finish committing it even
+                    # if the run is being cancelled.
+                    with anyio.CancelScope(shield=True):
+                        await self.store.write_completions([first, *_drain(receive, 511)])
+            except anyio.get_cancelled_exc_class():
+                # Interrupted: what is already queued was paid for too; keep it.
                 with anyio.CancelScope(shield=True):
-                    await self.store.write_completions(batch)
+                    await self.store.write_completions(_drain(receive, None))
+                raise
 
     async def _finish(self, result: SampleResult) -> None:
         """Count a finished sample, write its details row, hand it to the caller.
@@ -316,3 +317,14 @@ class Pipeline:
     def call_stats(self) -> dict[str, dict[str, Any]]:
         """Request, retry and token counters per model."""
         return {abbr: vars(client.stats).copy() for abbr, client in self.clients.items()}
+
+
+def _drain(receive: ObjectReceiveStream[Any], limit: int | None) -> list[Any]:
+    """Items already waiting in ``receive`` (at most ``limit``), without blocking."""
+    items: list[Any] = []
+    while limit is None or len(items) < limit:
+        try:
+            items.append(receive.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+            break
+    return items

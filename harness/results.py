@@ -1,6 +1,7 @@
 """Per-(model, dataset) aggregation, results JSON, details JSONL and the summary table.
 
-Memory holds counters only; details are streamed to ``details/MODEL/DATASET.jsonl`` as
+Memory holds counters (and, per sample, a details-file offset and, with replicas, its
+correct count); details are streamed to ``details/MODEL/DATASET.jsonl`` as
 results arrive and put in sample order at the end (only offsets are kept to do that).
 """
 
@@ -80,18 +81,22 @@ class Accumulator:
             self._offsets.append((result.index, result.replica, self._written, len(line)))
             self._written += len(line)
 
-    def close(self) -> None:
-        """Finish the details file in (index, replica) order."""
+    def close(self, keep: bool = True) -> None:
+        """Finish the details file in (index, replica) order, replacing the old one
+        atomically; ``keep=False`` (an interrupted run) discards what was written."""
         if self._fh is None or self.details_path is None:
             return
         part = Path(self._fh.name)
         self._fh.close()
         self._fh = None
-        self._offsets.sort()
-        with open(part, "rb") as src, open(self.details_path, "wb") as dst:
-            for _, _, offset, size in self._offsets:
-                src.seek(offset)
-                dst.write(src.read(size))
+        if keep:
+            self._offsets.sort()
+            tmp = self.details_path.with_suffix(".jsonl.tmp")
+            with open(part, "rb") as src, open(tmp, "wb") as dst:
+                for _, _, offset, size in self._offsets:
+                    src.seek(offset)
+                    dst.write(src.read(size))
+            os.replace(tmp, self.details_path)
         os.unlink(part)
         self._offsets.clear()
 

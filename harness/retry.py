@@ -128,7 +128,7 @@ class RetryPolicy:
         """Run ``attempt`` under the policy; return ``(result, attempts_made)``.
 
         A failure for good raises ``ModelCallError`` (or ``PermanentModelError`` for
-        auth/not-found errors) with the attempt count, translated from the SDK error.
+        auth/not-found errors) with the attempt count, translated from the transport error.
         """
 
         tries = 0

@@ -1,4 +1,5 @@
-"""The SQLite store of a work directory: every prediction, committed as it arrives.
+"""The SQLite store of a work directory: every prediction and verdict, committed as
+it arrives.
 
 One ``Store`` owns one aiosqlite connection. WAL mode with ``synchronous=NORMAL`` means a
 committed row survives the process being killed (SIGKILL) at any point; at most the
@@ -181,8 +182,11 @@ class Store:
         marks = ",".join("?" * len(keys))
         sql = ("SELECT key, text, finish_reason, prompt_tokens, completion_tokens "
                f"FROM predictions WHERE status='ok' AND key IN ({marks})")
-        async with self.conn.execute(sql, tuple(keys)) as cur:
-            return {row[0]: StoredPrediction(row[1:]) for row in await cur.fetchall()}
+        try:
+            async with self.conn.execute(sql, tuple(keys)) as cur:
+                return {row[0]: StoredPrediction(row[1:]) for row in await cur.fetchall()}
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: reading predictions failed: {exc}") from exc
 
     async def lookup_verdicts(self, keys: Sequence[str]) -> dict[str, VerdictRecord]:
         """Stored final verdicts (``ok`` or ``unparsed``) among ``keys``, in one query."""
@@ -191,8 +195,12 @@ class Store:
         sql = ("SELECT key, judge, model, dataset, idx, replica, status, verdict, reply, "
                "probability, error, requests, prompt_tokens, completion_tokens "
                f"FROM verdicts WHERE status != 'error' AND key IN ({','.join('?' * len(keys))})")
-        async with self.conn.execute(sql, tuple(keys)) as cur:
-            return {row[0]: VerdictRecord(*row, cached=True) for row in await cur.fetchall()}
+        try:
+            async with self.conn.execute(sql, tuple(keys)) as cur:
+                return {row[0]: VerdictRecord(*row, cached=True)
+                        for row in await cur.fetchall()}
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: reading verdicts failed: {exc}") from exc
 
     async def write_completions(self, batch: Iterable[Completion | VerdictRecord]) -> None:
         """Commit a batch of fresh completions and verdicts in one transaction."""
@@ -212,20 +220,17 @@ class Store:
                                     c.completion_tokens, c.attempts, now))
         if not predictions and not verdicts:
             return
-        await self.conn.execute("BEGIN")
         try:
-            if predictions:
-                await self.conn.executemany(_UPSERT_PREDICTION, predictions)
-            if verdicts:
-                await self.conn.executemany(_UPSERT_VERDICT, verdicts)
-            await self.conn.execute("COMMIT")
-        except BaseException:
-            await self.conn.execute("ROLLBACK")
-            raise
-
-    async def count(self, table: str, where: str = "1", params: tuple[Any, ...] = ()) -> int:
-        """Row count of ``table`` (a fixed internal name) matching ``where``."""
-        async with self.conn.execute(f"SELECT count(*) FROM {table} WHERE {where}",
-                                     params) as cur:
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
+            await self.conn.execute("BEGIN")
+            try:
+                if predictions:
+                    await self.conn.executemany(_UPSERT_PREDICTION, predictions)
+                if verdicts:
+                    await self.conn.executemany(_UPSERT_VERDICT, verdicts)
+                await self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    await self.conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: writing results failed: {exc}") from exc

@@ -26,13 +26,17 @@ class WorkerPool:
     def __init__(self, size: int | None = None) -> None:
         self.size = size or os.cpu_count() or 1
         self.limiter = anyio.CapacityLimiter(self.size)
+        # Handed to anyio, which then never waits: waiting for a worker happens on
+        # ``limiter`` *before* the time limit starts, so a queued check is not timed.
+        self._inner = anyio.CapacityLimiter(self.size)
         self.timeouts = 0
 
     async def run(self, fn: Callable[..., Any], *args: Any, timeout: float) -> Any:
         """``fn(*args)`` in a worker; ``WorkerTimeout`` if it takes over ``timeout`` s."""
-        with anyio.move_on_after(timeout) as scope:
-            return await anyio.to_process.run_sync(fn, *args, cancellable=True,
-                                                   limiter=self.limiter)
+        async with self.limiter:
+            with anyio.move_on_after(timeout) as scope:
+                return await anyio.to_process.run_sync(fn, *args, cancellable=True,
+                                                       limiter=self._inner)
         if scope.cancelled_caught:
             self.timeouts += 1
             raise WorkerTimeout(f"rule check exceeded {timeout:g} s; its worker was killed")
@@ -47,4 +51,5 @@ class WorkerPool:
                 tg.start_soon(self._warm_one, warm_up)
 
     async def _warm_one(self, warm_up: Callable[[], Any]) -> None:
-        await anyio.to_process.run_sync(warm_up, limiter=self.limiter)
+        async with self.limiter:
+            await anyio.to_process.run_sync(warm_up, limiter=self._inner)

@@ -121,3 +121,18 @@ def test_backoff_grows_and_is_capped():
     assert all(0 <= policy.delay(exc, 1) <= 1.0 for _ in range(50))
     assert all(0 <= policy.delay(exc, 10) <= 4.0 for _ in range(50))
     assert max(policy.delay(exc, 10) for _ in range(200)) > 1.0
+
+
+@pytest.mark.parametrize("data", [
+    {"choices": [{"message": {"content": "x"}}], "usage": "not a dict"},
+    {"choices": [{"message": {"content": "x"}, "logprobs": {"content": [{"token": "x"}]}}]},
+    {"choices": [{"message": {"content": None}}]},
+    {"choices": []},
+    ["not", "an", "object"],
+], ids=["usage", "logprobs", "null-content", "no-choices", "list"])
+def test_malformed_replies_are_bad_responses_to_retry(data):
+    from harness.client import _read
+    from harness.retry import BadResponse
+
+    with pytest.raises(BadResponse):
+        _read(data, None)

@@ -60,3 +60,9 @@ def test_parse_range():
     assert parse_range("[0:20]") == slice(0, 20)
     assert parse_range("[5:]") == slice(5, None)
     assert parse_range(None) == slice(None)
+
+
+@pytest.mark.parametrize("spec", ["[-100:]", "[0:-5]", "0-20"])
+def test_parse_range_rejects_negative_or_malformed_bounds(spec):
+    with pytest.raises(ValueError, match="non-negative"):
+        parse_range(spec)

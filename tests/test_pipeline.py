@@ -79,6 +79,7 @@ async def test_eval_mode_reports_unpredicted_samples_as_missing(server, arith, t
     cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
     report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval")
     assert report.result("arith")["counts"] == {"missing": 40}
+    assert report.failed == 40  # unscored samples are never a clean exit
     assert server.stats.total == 0
 
 
@@ -207,3 +208,15 @@ async def test_several_datasets_and_models_share_one_run_and_one_table(tmp_path)
     assert header.split()[:3] == ["dataset", "a", "b"]
     assert [r.split()[0] for r in rows] == ["arith", "arith-copy"]
     assert (tmp_path / "w" / "details" / "b" / "arith-copy.jsonl").is_file()
+
+
+async def test_an_interrupted_run_leaves_the_previous_details_file(server, arith, tmp_path):
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
+    await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    path = tmp_path / "w" / "details" / "fake" / "arith.jsonl"
+    before = path.read_text()
+    async with harness.open_run(cfg, work_dir=tmp_path / "w", concurrency=2) as run:
+        async for _ in run:
+            break
+    assert path.read_text() == before
+    assert not list(path.parent.glob("*.part")) and not list(path.parent.glob("*.tmp"))

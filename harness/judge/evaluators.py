@@ -144,6 +144,12 @@ class CascadeEvaluator(BaseEvaluator):
         if self.rule_evaluator is not None:
             self.rule_evaluator.warm_up()
 
+    def score(self, predictions: list[Any], references: list[Any],
+              test_set: Any = None) -> dict[str, Any]:
+        """Not available: the judge layer needs the judge stage of a run."""
+        raise NotImplementedError("CascadeEvaluator judges inside a run: use "
+                                  "harness.evaluate() or `python -m harness run`")
+
     def score_sample(self, prediction: Any, reference: Any,
                      test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The rule layer's verdict on one sample."""

@@ -72,16 +72,17 @@ class JudgeRunner:
     """Judges the samples of one dataset with one ``GenericLLMEvaluator``."""
 
     def __init__(self, evaluator: GenericLLMEvaluator, endpoint: JudgeEndpoint,
-                 store: Store) -> None:
+                 store: Store, spec: JudgeSpec | None = None) -> None:
         self.evaluator = evaluator
         self.endpoint = endpoint
         self.store = store
-        self.gen_params = endpoint.spec.gen_params()
+        self.spec = spec or endpoint.spec
+        self.gen_params = self.spec.gen_params()
 
     def prepare(self, task: JudgeTask) -> tuple[tuple[dict[str, str], ...], str]:
         """The judge messages for ``task`` and the verdict key they make."""
         messages = self.evaluator.render(task.row, task.prediction, task.reference)
-        key = content_key("verdict", judge=self.endpoint.spec.model.identity(),
+        key = content_key("verdict", judge=self.spec.model.identity(),
                           gen=self.gen_params, messages=list(messages),
                           replica=task.result.replica)
         return messages, key
@@ -108,7 +109,7 @@ class JudgeRunner:
 
     async def _ask(self, messages: tuple[dict[str, str], ...], key: str,
                    base: SampleResult) -> VerdictRecord:
-        spec = self.endpoint.spec
+        spec = self.spec
         client = self.endpoint.client
         parse = verdict_from_json if spec.constrain == "json_schema" else parse_verdict
         conversation = list(messages)
@@ -137,12 +138,11 @@ class JudgeRunner:
                 conversation = [*messages, {"role": "assistant", "content": reply.text},
                                 {"role": "user", "content": FORMAT_REMINDER}]
         except PermanentModelError as exc:
-            raise PermanentModelError("judge " + client.redact(str(exc)), kind=exc.kind,
-                                      status=exc.status, attempts=exc.attempts) from None
+            raise PermanentModelError(f"judge {exc}", kind=exc.kind, status=exc.status,
+                                      attempts=exc.attempts) from None
         except ModelCallError as exc:
             requests += exc.attempts
-            return record("error", verdict=None, reply=None,
-                          error="judge " + client.redact(str(exc)))
+            return record("error", verdict=None, reply=None, error=f"judge {exc}")
         return record("unparsed", verdict=None, reply=reply.text)
 
 

@@ -63,7 +63,8 @@ def judge_spec(judge_cfg: Mapping[str, Any] | None, where: str = "judge_cfg",
                               "OC_JUDGE_API_KEY) or give a judge_cfg", field=where)
         cfg.setdefault("path", env["OC_JUDGE_MODEL"])
         cfg["openai_api_base"] = env["OC_JUDGE_API_BASE"]
-        cfg.setdefault("key", env.get("OC_JUDGE_API_KEY", ""))
+        if env.get("OC_JUDGE_API_KEY"):
+            cfg.setdefault("key", env["OC_JUDGE_API_KEY"])
         cfg.setdefault("abbr", "judge")
     if not (cfg.get("path") or cfg.get("model")):
         raise ConfigError("judge model name missing (path or model)", field=f"{where}.path")
@@ -71,6 +72,10 @@ def judge_spec(judge_cfg: Mapping[str, Any] | None, where: str = "judge_cfg",
     if constrain is not None and constrain not in CONSTRAINT_MODES:
         raise ConfigError(f"constrain must be one of {', '.join(CONSTRAINT_MODES)}",
                           field=f"{where}.constrain")
+    if not any(cfg.get(k) for k in ("key", "api_key", "api_key_env")):
+        # No key given for the judge: send none, rather than the evaluated model's key
+        # from $HARNESS_API_KEY / $OPENAI_API_KEY to what may be another provider.
+        env = {k: v for k, v in env.items() if k not in ("HARNESS_API_KEY", "OPENAI_API_KEY")}
     rpm = cfg.get("rpm")
     if rpm is None and cfg.get("query_per_second"):
         rpm = 60.0 * float(cfg["query_per_second"])
