@@ -220,10 +220,13 @@ def _unique(specs: list[ModelSpec]) -> list[ModelSpec]:
 EMBEDDED_ID = "embedded:gemma3-270m-q4_k_m"
 
 
-def _embedded_spec(base_url: str, model: str = "gemma-3-270m") -> ModelSpec:
+def _embedded_spec(base_url: str, model: str | None = None) -> ModelSpec:
+    from .local_model import DEFAULT_MODEL_ALIAS
+
+    model = model or DEFAULT_MODEL_ALIAS
     # The embedded server gets a new port every run; a stable endpoint id keeps its
     # predictions reusable across runs.
-    return ModelSpec(abbr="gemma-3-270m", model=model, base_url=base_url,
+    return ModelSpec(abbr=model, model=model, base_url=base_url,
                      api_key="none", endpoint_id=EMBEDDED_ID, timeout=300.0,
                      gen_params={"temperature": 0.0}, concurrency=4)
 
@@ -240,22 +243,20 @@ async def _discover_name(spec: ModelSpec) -> ModelSpec:
     """Fill a missing model name from ``/v1/models``; also catches a bad key or URL early."""
     if spec.model:
         return spec
-    import openai
+    from .client import ModelClient
+    from .errors import ModelCallError
 
-    client = openai.AsyncOpenAI(base_url=spec.base_url, api_key=spec.api_key or "EMPTY",
-                                max_retries=2, timeout=30.0)
+    client = ModelClient(replace(spec, max_attempts=min(spec.max_attempts, 3)),
+                         concurrency=1, limit_slots=False)
     try:
-        page = await client.models.list()
-        names = [m.id for m in page.data]
-    except openai.APIStatusError as exc:
-        raise PermanentModelError(
-            f"{spec.base_url}: listing models failed with HTTP {exc.status_code}; "
-            "give the model name with --model", kind="not_found", status=exc.status_code) from None
-    except openai.APIConnectionError:
-        raise PermanentModelError(f"{spec.base_url}: cannot connect to list models",
-                                  kind="connection") from None
+        names = await client.list_models()
+    except ModelCallError as exc:
+        if isinstance(exc, PermanentModelError):
+            raise
+        raise PermanentModelError(f"{exc}; give the model name with --model",
+                                  kind=exc.kind, status=exc.status) from None
     finally:
-        await client.close()
+        await client.aclose()
     if not names:
         raise PermanentModelError(f"{spec.base_url} serves no models; give --model",
                                   kind="not_found")

@@ -13,7 +13,7 @@ from typing import Sequence
 
 #: Exit codes: 0 all scored; 1 some samples failed (rerun to retry them);
 #: 2 bad config/input or a permanent endpoint error; 130 interrupted.
-EXIT_OK, EXIT_FAILED_SAMPLES, EXIT_CONFIG, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED_SAMPLES, EXIT_CONFIG = 0, 1, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -114,6 +114,8 @@ def _run(args: argparse.Namespace) -> int:
         print("interrupted; every stored prediction and verdict is kept. Run the same "
               "command again to resume:\n  python -m harness " + shlex.join(sys.argv[1:]),
               file=sys.stderr)
+        from .interrupt import EXIT_INTERRUPTED
+
         return EXIT_INTERRUPTED
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)

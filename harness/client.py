@@ -107,6 +107,17 @@ class ModelClient:
         self.stats.completion_tokens += result.completion_tokens
         return replace(result, attempts=tries)
 
+    async def list_models(self) -> list[str]:
+        """The model names the endpoint serves (``GET /models``), under the same policy."""
+        try:
+            data, _ = await self.policy.call(lambda: self._transport.get("/models"),
+                                             self.stats, self._describe())
+        except ModelCallError as exc:
+            raise type(exc)(self.redact(str(exc)), kind=exc.kind, status=exc.status,
+                            attempts=exc.attempts) from None
+        items = data.get("data") if isinstance(data, dict) else None
+        return [str(m["id"]) for m in items or [] if isinstance(m, dict) and "id" in m]
+
     def redact(self, text: str) -> str:
         """``text`` with this client's API key removed (errors may echo request data)."""
         key = self.spec.api_key

@@ -20,6 +20,7 @@ from .errors import primary_error
 
 T = TypeVar("T")
 
+#: Exit code after an interrupt (128 + SIGINT), shared with the CLI.
 EXIT_INTERRUPTED = 130
 
 

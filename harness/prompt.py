@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: The one placeholder syntax: ``{name}``.
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 Messages = tuple[dict[str, str], ...]
 
@@ -31,12 +32,7 @@ def fill(template: str, values: Mapping[str, Any]) -> str:
             return "" if value is None else str(value)
         return match.group(0)
 
-    return _PLACEHOLDER.sub(sub, template)
-
-
-def placeholders(template: str) -> set[str]:
-    """The ``{name}`` placeholders that appear in ``template``."""
-    return set(_PLACEHOLDER.findall(template))
+    return PLACEHOLDER.sub(sub, template)
 
 
 class RawPromptTemplate:
@@ -51,10 +47,6 @@ class RawPromptTemplate:
         """The messages with placeholders filled from ``values`` (one pass)."""
         return tuple({"role": m["role"], "content": fill(m["content"], values)}
                      for m in self.messages)
-
-    def placeholders(self) -> set[str]:
-        """Every placeholder used in any message."""
-        return set().union(*(placeholders(m["content"]) for m in self.messages))
 
 
 class PromptTemplate(RawPromptTemplate):

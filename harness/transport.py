@@ -44,7 +44,8 @@ class AiohttpTransport:
     """POST ``/chat/completions`` on a pooled aiohttp session (made on first use)."""
 
     def __init__(self, base_url: str, api_key: str, timeout: float, concurrency: int) -> None:
-        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._base = base_url.rstrip("/")
+        self._url = self._base + "/chat/completions"
         self._api_key, self._timeout, self._concurrency = api_key, timeout, concurrency
         self._session: Any = None
 
@@ -52,6 +53,15 @@ class AiohttpTransport:
         """The reply's JSON; ``HTTPStatusError`` for an error status."""
         session = self._session or self._open()
         async with session.post(self._url, data=json.dumps(body).encode()) as response:
+            raw = await response.read()
+            if response.status >= 400:
+                raise HTTPStatusError(response.status, response.headers, raw)
+        return json.loads(raw)
+
+    async def get(self, path: str) -> Any:
+        """GET ``path`` (e.g. ``/models``) as JSON; ``HTTPStatusError`` for an error."""
+        session = self._session or self._open()
+        async with session.get(self._base + path) as response:
             raw = await response.read()
             if response.status >= 400:
                 raise HTTPStatusError(response.status, response.headers, raw)
@@ -92,6 +102,15 @@ class OpenAITransport:
         with anyio.fail_after(self._args[2] + 5):
             raw = await client.post("/chat/completions", body=body,
                                     cast_to=self._response_type)
+        return json.loads(raw.content)
+
+    async def get(self, path: str) -> Any:
+        """GET ``path`` (e.g. ``/models``) through the SDK, as JSON."""
+        import anyio
+
+        client = self._client or self._open()
+        with anyio.fail_after(self._args[2] + 5):
+            raw = await client.get(path, cast_to=self._response_type)
         return json.loads(raw.content)
 
     def _open(self) -> Any:

@@ -14,9 +14,10 @@ from typing import Any, Iterator, Mapping
 
 from .config import DatasetSpec
 from .errors import ConfigError, DatasetError
+from .prompt import PLACEHOLDER
 
-# A placeholder preceded by a LaTeX command, ``^`` or ``_`` is math (\frac{a}{b}, x^{n}).
-_PLACEHOLDER = re.compile(r"(\\[A-Za-z]+|[\^_])?\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# A placeholder right after a LaTeX command, ``^`` or ``_`` is math (\frac{a}{b}, x^{n}).
+_MATH_BEFORE = re.compile(r"(\\[A-Za-z]+|[\^_])$")
 
 
 def selected_rows(spec: DatasetSpec,
@@ -58,8 +59,10 @@ def check_row(spec: DatasetSpec, row: Mapping[str, Any], line: int) -> None:
 def check_placeholders(spec: DatasetSpec, row: Mapping[str, Any]) -> None:
     """Each ``{name}`` in the prompt must be an input column (math braces excepted)."""
     for message in spec.template.messages:
-        for match in _PLACEHOLDER.finditer(message["content"]):
-            latex, name = match.groups()
+        content = message["content"]
+        for match in PLACEHOLDER.finditer(content):
+            name = match.group(1)
+            latex = _MATH_BEFORE.search(content[:match.start()])
             if latex or len(name) < 2 or name in spec.input_columns:
                 continue
             where = f"datasets[{spec.abbr}].infer_cfg.prompt_template"
