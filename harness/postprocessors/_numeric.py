@@ -14,6 +14,7 @@ from ._text import SPECIAL_SPACES, fold_width
 
 _LATEX_GROUP = re.compile(r"(?<=\d)(?:\{,\}|\\[,!;: ]|\\text\{,\}|~)(?=\d{3}(?!\d))")
 _SPACE_GROUP = re.compile(rf"(?<=\d)[{SPECIAL_SPACES}'’_](?=\d{{3}}(?!\d))")
+_SPACE_GROUP_CHARS = frozenset(SPECIAL_SPACES + "'’_")
 # Groups of exactly three digits after a first group of one to three: 1,000,000.
 _COMMA_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|,\d)")
 # Plain spaces are riskier: a group must not run into a word or hyphen
@@ -32,12 +33,17 @@ def normalize_numerals(text: str) -> str:
     no-break (U+00A0) spaces, apostrophe, underscore, LaTeX ``{,}`` and ``\\,``.
     ``\\frac{a}{b}`` becomes ``a/b``.
     """
-    text = _SPACE_GROUP.sub("", text)  # before folding: these spaces are unambiguous
+    # Each pass runs only when its trigger character is present: the regexes' look-
+    # behinds test every position, and most replies have no separators at all.
+    if _SPACE_GROUP_CHARS.intersection(text):
+        text = _SPACE_GROUP.sub("", text)  # before folding: these spaces are unambiguous
     text = fold_width(text)
-    text = _LATEX_GROUP.sub("", text)
-    text = _COMMA_GROUPS.sub(lambda m: m.group(0).replace(",", ""), text)
+    if "{" in text or "\\" in text or "~" in text:
+        text = _LATEX_GROUP.sub("", text)
+    if "," in text:
+        text = _COMMA_GROUPS.sub(lambda m: m.group(0).replace(",", ""), text)
     text = _SPACE_GROUPS.sub(lambda m: m.group(0).replace(" ", ""), text)
-    return _FRAC.sub(r"\1/\2", text)
+    return _FRAC.sub(r"\1/\2", text) if "frac" in text else text
 
 
 def canonical(number: str) -> str:
