@@ -157,3 +157,21 @@ def write_judge_config(path: Path, data: Path, model_url: str, *, mode: str = "c
                        key='sk-model-not-a-secret')]
     """))
     return path
+
+
+def count_stored(db: Path, *tables: str) -> int:
+    """Rows with status 'ok' in ``tables`` of a live store, read-only (0 while it does
+    not exist yet or is busy): how subprocess tests watch a run's progress."""
+    import sqlite3
+
+    if not db.exists():
+        return 0
+    try:
+        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        try:
+            return sum(con.execute(f"SELECT count(*) FROM {t} WHERE status='ok'").fetchone()[0]
+                       for t in tables or ("predictions",))
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0

@@ -17,9 +17,15 @@ from typing import Any
 import pytest
 
 import harness
-from harness import (AccEvaluator, MATHVerifyEvaluator, bbh_freeform_postprocess,
-                     bbh_mcq_postprocess, gsm8k_dataset_postprocess, gsm8k_postprocess,
-                     math_postprocess_v2)
+from harness import (
+    AccEvaluator,
+    MATHVerifyEvaluator,
+    bbh_freeform_postprocess,
+    bbh_mcq_postprocess,
+    gsm8k_dataset_postprocess,
+    gsm8k_postprocess,
+    math_postprocess_v2,
+)
 from harness.config import DatasetSpec, load_config
 from harness.testing import FakeOpenAI
 

@@ -14,9 +14,15 @@ from typing import Any
 
 import pytest
 
-from harness import (AccEvaluator, MATHVerifyEvaluator, bbh_freeform_postprocess,
-                     bbh_mcq_postprocess, gsm8k_dataset_postprocess, gsm8k_postprocess,
-                     math_postprocess_v2)
+from harness import (
+    AccEvaluator,
+    MATHVerifyEvaluator,
+    bbh_freeform_postprocess,
+    bbh_mcq_postprocess,
+    gsm8k_dataset_postprocess,
+    gsm8k_postprocess,
+    math_postprocess_v2,
+)
 
 DATA = Path(__file__).resolve().parent.parent / "datasets" / "data"
 

@@ -8,7 +8,7 @@ import anyio
 import pytest
 
 import harness
-from harness.testing import Fault, FakeOpenAI, fault_rate
+from harness.testing import FakeOpenAI, Fault, fault_rate
 
 from .helpers import arith_reply, model_cfg, write_arith, write_config
 from .test_cli import cli, env

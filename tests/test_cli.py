@@ -11,9 +11,15 @@ from pathlib import Path
 
 import anyio
 
-from harness.testing import Fault, FakeOpenAI
+from harness.testing import FakeOpenAI, Fault
 
-from .helpers import arith_reply, expected_correct, write_arith, write_config
+from .helpers import (
+    arith_reply,
+    count_stored,
+    expected_correct,
+    write_arith,
+    write_config,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,19 +87,6 @@ async def test_failed_samples_exit_1_with_a_resume_hint(tmp_path):
     assert b"run the same command again" in result.stderr
 
 
-def _stored(db: Path) -> int:
-    if not db.exists():
-        return 0
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            return con.execute("SELECT count(*) FROM predictions WHERE status='ok'").fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
-
-
 def _stored_indices(db: Path) -> set[int]:
     con = sqlite3.connect(db)
     try:
@@ -113,7 +106,7 @@ async def test_sigkill_midway_then_resume_loses_nothing_and_repeats_only_in_flig
         proc = await anyio.open_process(cli("run", str(cfg), "-w", str(work), *args), env=env())
         async with proc:
             with anyio.fail_after(60):
-                while _stored(work / "harness.db") < n // 2:
+                while count_stored(work / "harness.db") < n // 2:
                     await anyio.sleep(0.02)
             proc.send_signal(signal.SIGKILL)
             await proc.wait()

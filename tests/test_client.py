@@ -8,7 +8,7 @@ from harness.client import ModelClient
 from harness.errors import ModelCallError, PermanentModelError
 from harness.records import ModelSpec
 from harness.retry import RetryPolicy, classify
-from harness.testing import Fault, FakeOpenAI, fail_first
+from harness.testing import FakeOpenAI, Fault, fail_first
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 FAST = RetryPolicy(max_attempts=3, initial=0.01, maximum=0.05)

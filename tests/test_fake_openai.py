@@ -13,7 +13,14 @@ import anyio
 import openai
 import pytest
 
-from harness.testing import FakeOpenAI, Fault, Reply, fail_first, fault_rate, request_key
+from harness.testing import (
+    FakeOpenAI,
+    Fault,
+    Reply,
+    fail_first,
+    fault_rate,
+    request_key,
+)
 
 USER = [{"role": "user", "content": "What is six times seven?"}]
 

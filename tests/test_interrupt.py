@@ -10,8 +10,8 @@ import pytest
 
 from harness.testing import FakeOpenAI
 
-from .helpers import arith_reply, write_arith, write_config
-from .test_cli import _stored, cli, env
+from .helpers import arith_reply, count_stored, write_arith, write_config
+from .test_cli import cli, env
 
 
 async def _start(tmp_path, srv):
@@ -21,7 +21,7 @@ async def _start(tmp_path, srv):
                srv.base_url, "--model", "fake-model", "-c", "8")
     proc = await anyio.open_process(args, env=env())
     with anyio.fail_after(30):
-        while _stored(tmp_path / "w" / "harness.db") < 20:
+        while count_stored(tmp_path / "w" / "harness.db") < 20:
             await anyio.sleep(0.01)
     return proc, args
 
@@ -38,7 +38,7 @@ async def test_first_signal_stops_gracefully_and_tells_how_to_resume(tmp_path, s
         sent_at_stop = srv.stats.total
         assert proc.returncode == 130
         assert b"python -m harness run" in err and b"resume" in err
-        stored = _stored(tmp_path / "w" / "harness.db")
+        stored = count_stored(tmp_path / "w" / "harness.db")
         assert 20 <= stored < 400
         # No new requests after the stop; a resumed run asks only for the rest.
         resumed = await anyio.run_process(args, env=env(), check=False)

@@ -8,10 +8,16 @@ import pytest
 
 import harness
 from harness.errors import ConfigError
-from harness.testing import Fault, FakeOpenAI, Reply
+from harness.testing import FakeOpenAI, Fault, Reply
 
-from .helpers import (JUDGE_TEMPLATE, expected_cascade, fake_judge, model_and_judge,
-                      write_arith, write_judge_config)
+from .helpers import (
+    JUDGE_TEMPLATE,
+    expected_cascade,
+    fake_judge,
+    model_and_judge,
+    write_arith,
+    write_judge_config,
+)
 
 N = 24
 

@@ -4,28 +4,19 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
-from pathlib import Path
 
 import anyio
 
 from harness.testing import FakeOpenAI
 
-from .helpers import expected_cascade, model_and_judge, write_arith, write_judge_config
+from .helpers import (
+    count_stored,
+    expected_cascade,
+    model_and_judge,
+    write_arith,
+    write_judge_config,
+)
 from .test_cli import cli, env
-
-
-def _verdicts(db: Path) -> int:
-    if not db.exists():
-        return 0
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            return con.execute("SELECT count(*) FROM verdicts WHERE status='ok'").fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
 
 
 async def test_sigkill_mid_judging_resumes_without_rejudging(tmp_path):
@@ -39,14 +30,14 @@ async def test_sigkill_mid_judging_resumes_without_rejudging(tmp_path):
         proc = await anyio.open_process(cli("run", str(cfg), "-w", str(work), "-q"), env=env())
         async with proc:
             with anyio.fail_after(60):
-                while _verdicts(work / "harness.db") < n // 3:
+                while count_stored(work / "harness.db", "verdicts") < n // 3:
                     await anyio.sleep(0.02)
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
         with anyio.fail_after(10):
             while srv.stats.in_flight:
                 await anyio.sleep(0.01)
-        stored = _verdicts(work / "harness.db")
+        stored = count_stored(work / "harness.db", "verdicts")
         judged_before = sum(r["model"] == "judge-model" for r in srv.requests)
         assert stored < n
         resumed = await anyio.run_process(cli("run", str(cfg), "-w", str(work), "-q"),

@@ -6,31 +6,14 @@ import json
 import random
 import signal
 import sqlite3
-from pathlib import Path
 
 import anyio
 import pytest
 
 from harness.testing import FakeOpenAI
 
-from .helpers import model_and_judge, write_arith, write_judge_config
+from .helpers import count_stored, model_and_judge, write_arith, write_judge_config
 from .test_cli import cli, env
-
-
-def progress(db: Path) -> int:
-    """Stored predictions plus stored verdicts (0 while the store does not exist yet)."""
-    if not db.exists():
-        return 0
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
-        try:
-            rows = con.execute("SELECT (SELECT count(*) FROM predictions WHERE status='ok') + "
-                               "(SELECT count(*) FROM verdicts WHERE status='ok')").fetchone()
-            return rows[0]
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return 0
 
 
 @pytest.mark.timeout(240)
@@ -46,11 +29,11 @@ async def test_twenty_kills_at_random_points_then_resume_equals_a_clean_run(tmp_
         args = cli("run", str(cfg), "-w", str(work), "-q", "-c", str(concurrency))
         kills = 0
         while kills < 20:
-            target = progress(work / "harness.db") + rng.randint(1, 10)
+            target = count_stored(work / "harness.db", "predictions", "verdicts") + rng.randint(1, 10)
             proc = await anyio.open_process(args, env=env())
             async with proc:
                 with anyio.move_on_after(30):
-                    while proc.returncode is None and progress(work / "harness.db") < target:
+                    while proc.returncode is None and count_stored(work / "harness.db", "predictions", "verdicts") < target:
                         await anyio.sleep(0.005)
                 if proc.returncode is not None:
                     break  # it finished before this kill point: the run is complete

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness.testing import Fault, FakeOpenAI, fail_first
+from harness.testing import FakeOpenAI, Fault, fail_first
 
 from .helpers import arith_reply, expected_correct, model_cfg, write_arith, write_config
 

@@ -7,8 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.postprocessors import (bbh_mcq_postprocess, build_postprocessor,
-                                    first_option_postprocess, last_option_postprocess)
+from harness.postprocessors import (
+    bbh_mcq_postprocess,
+    build_postprocessor,
+    first_option_postprocess,
+    last_option_postprocess,
+)
 from harness.postprocessors._option_text import option_texts, words
 
 BBH = Path(__file__).resolve().parent.parent / "datasets" / "data" / "bbh"

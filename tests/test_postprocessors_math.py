@@ -7,7 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.postprocessors import extract_boxed_answer, last_boxed_only_string, math_postprocess_v2
+from harness.postprocessors import (
+    extract_boxed_answer,
+    last_boxed_only_string,
+    math_postprocess_v2,
+)
 from harness.postprocessors.math import same_latex
 
 COT = (

@@ -14,16 +14,22 @@ from pathlib import Path
 import pytest
 
 import harness
+from harness.errors import WorkDirError
 from harness.models import ModelOverrides
 from harness.report import gather, render_html, write_report
 from harness.report.data import categorize, flags_of, gather_section, share_cap
 from harness.report.render import script_json
-from harness.errors import WorkDirError
 from harness.report.workdir import load_summaries
-from harness.testing import Fault, FakeOpenAI
+from harness.testing import FakeOpenAI, Fault
 
-from .helpers import (cascade_reply, fake_judge, model_cfg, write_arith, write_config,
-                      write_judge_config)
+from .helpers import (
+    cascade_reply,
+    fake_judge,
+    model_cfg,
+    write_arith,
+    write_config,
+    write_judge_config,
+)
 
 N = 24
 HOSTILE = ('</script><script>window.__pwned = 1</script><img src=x '

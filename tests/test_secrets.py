@@ -7,7 +7,7 @@ import socket
 import anyio
 from aiohttp import web
 
-from harness.testing import Fault, FakeOpenAI
+from harness.testing import FakeOpenAI, Fault
 
 from .helpers import model_and_judge, write_arith, write_judge_config
 from .test_cli import cli, env

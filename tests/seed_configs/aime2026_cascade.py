@@ -1,14 +1,14 @@
 # The seed's AIME 2026 cascade config (cascade-evaluation.txt), with only its imports
 # changed from opencompass to harness.
-from harness import RawPromptTemplate
-from harness import ZeroRetriever
-from harness import GenInferencer
-from harness import CustomDataset
-from harness import generic_llmjudge_postprocess
 from harness import (
     CascadeEvaluator,
+    CustomDataset,
     GenericLLMEvaluator,
-    MATHVerifyEvaluator
+    GenInferencer,
+    MATHVerifyEvaluator,
+    RawPromptTemplate,
+    ZeroRetriever,
+    generic_llmjudge_postprocess,
 )
 
 aime2026_reader_cfg = dict(input_columns=['problem'], output_column='answer')

@@ -1,16 +1,18 @@
 # The seed's "complete configuration for LLM judge evaluation" (llm-as-judge.txt) with
 # only its imports changed: harness instead of opencompass, and the judge/evaluated
 # model configs imported from a sibling module instead of mmengine's read_base().
-from harness import CustomDataset
-from harness import GenericLLMEvaluator
-from harness import generic_llmjudge_postprocess
-from harness import RawPromptTemplate
-from harness import ZeroRetriever
-from harness import GenInferencer
-
 # Import the judge model and evaluated model configuration
 from seed_models import judge_models as judge_model
 from seed_models import models as gpt_5_6_sol
+
+from harness import (
+    CustomDataset,
+    GenericLLMEvaluator,
+    GenInferencer,
+    RawPromptTemplate,
+    ZeroRetriever,
+    generic_llmjudge_postprocess,
+)
 
 # Define your judge template
 JUDGE_TEMPLATE = """
