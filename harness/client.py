@@ -39,7 +39,7 @@ class ModelClient:
 
     def __init__(self, spec: ModelSpec, *, concurrency: int = 64,
                  policy: RetryPolicy | None = None, limiter: Any = None,
-                 limit_slots: bool = True) -> None:
+                 limit_slots: bool = True, counts: Any = None) -> None:
         import anyio
 
         self.spec = spec
@@ -52,6 +52,9 @@ class ModelClient:
         # paced slot, and a 429 pauses the pacing for everyone, not just the caller.
         self.limiter = limiter
         self.policy = policy or RetryPolicy(max_attempts=spec.max_attempts)
+        # Optional progress counters (``in_flight``): requests actually on the wire,
+        # not callers waiting for a slot or a retry.
+        self._counts = counts
         # Connections open on the first request, so a rerun served from the store
         # never even creates a session.
         self._transport = make_transport(spec.transport, spec.base_url, spec.api_key,
@@ -77,6 +80,8 @@ class ModelClient:
         async def send() -> CallResult:
             if self.limiter is not None:
                 await self.limiter.acquire(estimate)
+            if self._counts is not None:
+                self._counts.in_flight += 1
             try:
                 data = await self._transport.post(body)
             except Exception as exc:
@@ -85,6 +90,9 @@ class ModelClient:
                     self.limiter.pause(info.retry_after if info.retry_after is not None
                                        else self.policy.initial * 2)
                 raise
+            finally:
+                if self._counts is not None:
+                    self._counts.in_flight -= 1
             result = _read(data, max_tokens)  # BadResponse (retried) if malformed
             if self.limiter is not None:
                 actual = result.prompt_tokens + result.completion_tokens

@@ -118,7 +118,8 @@ class Pipeline:
             if needs_model:
                 slots = spec.concurrency or self.options.concurrency
                 self.clients[spec.abbr] = ModelClient(
-                    spec, concurrency=slots, limit_slots=slots < self.options.concurrency)
+                    spec, concurrency=slots, limit_slots=slots < self.options.concurrency,
+                    counts=self.progress.model)
         for acc in self.accumulators.values():
             acc.open()
         finished = False
@@ -214,7 +215,6 @@ class Pipeline:
         async with receive, score_send, store_send:
             async for sample in receive:
                 client = self.clients[sample.model]
-                stage.in_flight += 1
                 try:
                     # A PermanentModelError (bad key, unknown model) ends the run here.
                     result = await client.complete(sample.messages, sample.gen_params)
@@ -229,8 +229,6 @@ class Pipeline:
                     completion = Completion(sample, "ok", result.text, result.finish_reason,
                                             None, result.prompt_tokens,
                                             result.completion_tokens, result.attempts)
-                finally:
-                    stage.in_flight -= 1
                 await store_send.send(completion)
                 await score_send.send(completion)
 

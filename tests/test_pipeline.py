@@ -220,3 +220,22 @@ async def test_an_interrupted_run_leaves_the_previous_details_file(server, arith
             break
     assert path.read_text() == before
     assert not list(path.parent.glob("*.part")) and not list(path.parent.glob("*.tmp"))
+
+
+async def test_progress_counts_only_requests_on_the_wire(arith, tmp_path):
+    from harness.progress import Progress
+
+    progress = Progress()
+    seen = []
+
+    def responder(body):
+        seen.append(progress.model.in_flight)
+        return arith_reply(body)
+
+    async with FakeOpenAI(responder=responder, latency=0.01) as srv:
+        cfg = write_config(tmp_path / "cfg.py", arith,
+                           models=[model_cfg(srv.base_url, concurrency=2)])
+        await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=8, progress=progress)
+        assert srv.stats.max_in_flight <= 2
+    # 8 workers wait for the endpoint's 2 slots; only the 2 sent are "in flight".
+    assert max(seen) <= 2 and progress.model.in_flight == 0
