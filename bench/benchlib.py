@@ -15,7 +15,6 @@ import asyncio
 import datetime as _dt
 import json
 import os
-import re
 import socket
 import statistics
 import subprocess
@@ -25,6 +24,11 @@ import textwrap
 import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+
+# The same arithmetic workload the tests use (re-exported: scripts say bl.write_arith).
+from harness.testing.workloads import (  # noqa: F401
+    JUDGE_MODEL, JUDGE_TEMPLATE, cascade_reply, expected_cascade, fake_judge, write_arith,
+    write_judge_config)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -183,18 +187,6 @@ class ServerProcess:
 
 # -- data and configs -------------------------------------------------------------------
 
-_QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
-
-
-def write_arith(path: Path, n: int) -> Path:
-    """``n`` rows ``{"question": "What is i + (i+1)?", "answer": "#### 2i+1"}``."""
-    with open(path, "w", encoding="utf-8") as fh:
-        for i in range(n):
-            fh.write(json.dumps({"question": f"What is {i} + {i + 1}?",
-                                 "answer": f"#### {2 * i + 1}"}) + "\n")
-    return path
-
-
 def write_simple_config(path: Path, data: Path, max_out_len: int = 32) -> Path:
     """Exact match after ``gsm8k_postprocess``, no judge (the ``bench_pipeline`` config)."""
     path.write_text(textwrap.dedent(f"""
@@ -215,74 +207,6 @@ def write_simple_config(path: Path, data: Path, max_out_len: int = 32) -> Path:
     return path
 
 
-JUDGE_MODEL = "judge-model"
-JUDGE_TEMPLATE = ("Question: {question}\nGold: {reference}\n<Predicted Answer Begin>\n"
-                  "{prediction}\n<Predicted End>\nReply A if correct, B if not.")
-
-
-def write_judge_config(path: Path, data: Path, url: str, *, mode: str = "cascade",
-                       judge: dict[str, Any] | None = None, judge_url: str | None = None) -> Path:
-    """A cascade (``mode='cascade'``), parallel or judge-only (``'judge'``) config, as
-    ``tests/helpers.write_judge_config`` writes it: rule = exact match after gsm8k
-    extraction, judge = ``judge-model`` (on ``judge_url``, default the model's server),
-    model = ``fake-model``."""
-    judge_cfg = {"abbr": "judge", "path": JUDGE_MODEL, "openai_api_base": judge_url or url,
-                 "key": "sk-judge-not-a-secret", **(judge or {})}
-    llm = (f"dict(type=GenericLLMEvaluator, prompt_template=dict(type=RawPromptTemplate, "
-           f"messages=[dict(role='user', content={JUDGE_TEMPLATE!r})]), "
-           f"judge_cfg={judge_cfg!r}, "
-           f"dict_postprocessor=dict(type=generic_llmjudge_postprocess))")
-    rule = "dict(type=AccEvaluator, pred_postprocessor=dict(type='gsm8k'))"
-    evaluator = llm if mode == "judge" else (
-        f"dict(type=CascadeEvaluator, rule_evaluator={rule}, llm_evaluator={llm}, "
-        f"parallel={mode == 'parallel'})")
-    path.write_text(textwrap.dedent(f"""
-        from harness import (CustomDataset, RawPromptTemplate, ZeroRetriever, GenInferencer,
-                             AccEvaluator, CascadeEvaluator, GenericLLMEvaluator,
-                             generic_llmjudge_postprocess)
-        reader_cfg = dict(input_columns=['question'], output_column='answer')
-        datasets = [dict(
-            abbr='arith', type=CustomDataset, path={str(data)!r}, reader_cfg=reader_cfg,
-            infer_cfg=dict(
-                prompt_template=dict(type=RawPromptTemplate,
-                                     messages=[dict(role='user', content='{{question}}')]),
-                retriever=dict(type=ZeroRetriever),
-                inferencer=dict(type=GenInferencer, max_out_len=32)),
-            eval_cfg=dict(evaluator={evaluator},
-                          dataset_postprocessor=dict(type='gsm8k-dataset')))]
-        models = [dict(abbr='fake', path='fake-model', openai_api_base={url!r},
-                       key='sk-model-not-a-secret')]
-    """))
-    return path
-
-
-def cascade_reply(body: dict[str, Any]) -> str:
-    """Model replies by ``a % 4``: 0 and 2 right and plain; 1 right in a form the rule
-    cannot read (``"N-1 plus one"``); 3 wrong. Rule failures: a % 4 in (1, 3)."""
-    match = _QUESTION.search(body["messages"][-1]["content"])
-    if not match:
-        return "I do not know."
-    a, b = int(match.group(1)), int(match.group(2))
-    if a % 4 == 1:
-        return f"It is {a + b - 1} plus one."
-    return f"The answer is {a + b + (a % 4 == 3)}."
-
-
-_GOLD = re.compile(r"Gold: (\S+)")
-_PRED = re.compile(r"<Predicted Answer Begin>\n(.*)\n<Predicted End>", re.DOTALL)
-
-
-def fake_judge(body: dict[str, Any]) -> str:
-    """Grades ``JUDGE_TEMPLATE`` prompts exactly: ``A`` if right, else ``B``."""
-    text = body["messages"][0]["content"]
-    gold, pred = _GOLD.search(text), _PRED.search(text)
-    if not gold or not pred:
-        return "B"
-    plus = re.search(r"(\d+) plus one", pred.group(1))
-    value = str(int(plus.group(1)) + 1) if plus else (re.findall(r"\d+", pred.group(1)) or [""])[-1]
-    return "A" if value == gold.group(1) else "B"
-
-
 def is_judge(body: dict[str, Any]) -> bool:
     """Whether a request body is addressed to the judge."""
     return body.get("model") == JUDGE_MODEL
@@ -290,7 +214,7 @@ def is_judge(body: dict[str, Any]) -> bool:
 
 def expected_rule_failures(n: int) -> int:
     """How many rows of ``write_arith(n)`` ``cascade_reply`` answers in a way the rule fails."""
-    return sum(1 for a in range(n) if a % 4 in (1, 3))
+    return expected_cascade(n)["rule_failures"]
 
 
 def harness_run(config: Path, work: Path, *extra: str) -> list[str]:
