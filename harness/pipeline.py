@@ -13,6 +13,11 @@ Every stream is bounded, so a slow stage blocks the ones before it (backpressure
 memory holds at most a few buffers of samples, never the dataset. End-of-stream flows
 stage by stage: each task closes its send streams when its input ends. A stage that
 raises cancels the others; the store writer shields its last commit.
+
+The score stage is a stage of its own only when it has worker processes to wait for
+(math-verify). Inline rule checks take microseconds, less than a stream hop and a task
+switch cost, so the model workers (and the producer, for stored predictions) score
+what they hold themselves.
 """
 
 from __future__ import annotations
@@ -146,11 +151,11 @@ class Pipeline:
         await self.scorer.start()
         judge_workers = max((e.spec.concurrency for e in self.endpoints.values()), default=0)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._produce, model_send, score_send.clone())
+            tg.start_soon(self._produce, model_send, score_send.clone(), judge_send.clone())
             for _ in range(self.options.concurrency if self.clients else 0):
                 tg.start_soon(self._call_model, model_recv.clone(), score_send.clone(),
-                              store_send.clone())
-            for _ in range(self.scorer.parallelism):
+                              store_send.clone(), judge_send.clone())
+            for _ in range(self.scorer.parallelism if not self.scorer.inline else 0):
                 tg.start_soon(self._score, score_recv.clone(), judge_send.clone())
             if judge_workers:
                 tg.start_soon(self._judge_lookup, judge_recv.clone(), ask_send.clone())
@@ -163,33 +168,34 @@ class Pipeline:
 
     async def _produce(self, model_send: ObjectSendStream[Sample],
                        score_send: ObjectSendStream[Completion],
-                       ) -> None:
-        async with model_send, score_send:
+                       judge_send: ObjectSendStream[JudgeTask]) -> None:
+        async with model_send, score_send, judge_send:
             for model in self.models.values():
                 for dataset in self.datasets.values():
                     batch: list[Sample] = []
                     for sample in self._samples(model, dataset):
                         batch.append(sample)
                         if len(batch) >= LOOKUP_BATCH:
-                            await self._route(batch, model_send, score_send)
+                            await self._route(batch, model_send, score_send, judge_send)
                             batch = []
-                    await self._route(batch, model_send, score_send)
+                    await self._route(batch, model_send, score_send, judge_send)
 
     def _samples(self, model: ModelSpec, dataset: DatasetSpec):  # -> Iterator[Sample]
         gen_params = {**model.gen_params, **dataset.gen_params}
+        identity = model.identity()
         for index, line, row in selected_rows(dataset, self.options.limit):
             check_row(dataset, row, line)  # validated before the run; the file may change
             values = {column: row[column] for column in dataset.input_columns}
             messages = dataset.template.render(values)
             reference = row.get(dataset.output_column) if dataset.output_column else None
             for replica in range(dataset.n):
-                key = prediction_key(model.identity(), messages, gen_params, replica)
+                key = prediction_key(identity, messages, gen_params, replica)
                 yield Sample(dataset.abbr, model.abbr, index, replica, row, reference,
                              messages, key, gen_params)
 
     async def _route(self, batch: list[Sample], model_send: ObjectSendStream[Sample],
                      score_send: ObjectSendStream[Completion],
-                     ) -> None:
+                     judge_send: ObjectSendStream[JudgeTask]) -> None:
         """Send stored predictions straight to scoring and the rest to the model."""
         if not batch:
             return
@@ -198,8 +204,8 @@ class Pipeline:
             hit = stored.get(sample.key)
             if hit is not None:
                 self.progress.cached += 1
-                await score_send.send(Completion(sample, "ok", hit[0], hit[1], None,
-                                                 hit[2], hit[3], 0, cached=True))
+                await self._scored(Completion(sample, "ok", hit[0], hit[1], None, hit[2],
+                                              hit[3], 0, cached=True), score_send, judge_send)
             elif self.options.mode == "eval":
                 await self._finish(SampleResult(
                     sample.dataset, sample.model, sample.index, sample.replica, "missing",
@@ -210,9 +216,10 @@ class Pipeline:
 
     async def _call_model(self, receive: ObjectReceiveStream[Sample],
                           score_send: ObjectSendStream[Completion],
-                          store_send: ObjectSendStream[Completion]) -> None:
+                          store_send: ObjectSendStream[Completion],
+                          judge_send: ObjectSendStream[JudgeTask]) -> None:
         stage = self.progress.model
-        async with receive, score_send, store_send:
+        async with receive, score_send, store_send, judge_send:
             async for sample in receive:
                 client = self.clients[sample.model]
                 try:
@@ -230,17 +237,29 @@ class Pipeline:
                                             None, result.prompt_tokens,
                                             result.completion_tokens, result.attempts)
                 await store_send.send(completion)
-                await score_send.send(completion)
+                await self._scored(completion, score_send, judge_send)
+
+    async def _scored(self, completion: Completion, score_send: ObjectSendStream[Completion],
+                      judge_send: ObjectSendStream[JudgeTask]) -> None:
+        """Hand a completion to the score stage, or score it here when scoring is inline."""
+        if self.scorer.inline:
+            await self._dispatch(await self.scorer.score(completion), judge_send)
+        else:
+            await score_send.send(completion)
 
     async def _score(self, receive: ObjectReceiveStream[Completion],
                      judge_send: ObjectSendStream[JudgeTask]) -> None:
         async with receive, judge_send:
             async for completion in receive:
-                outcome = await self.scorer.score(completion)
-                if isinstance(outcome, JudgeTask):
-                    await judge_send.send(outcome)
-                else:
-                    await self._finish(outcome)
+                await self._dispatch(await self.scorer.score(completion), judge_send)
+
+    async def _dispatch(self, outcome: SampleResult | JudgeTask,
+                        judge_send: ObjectSendStream[JudgeTask]) -> None:
+        """A scored sample is finished, unless the judge has yet to see it."""
+        if isinstance(outcome, JudgeTask):
+            await judge_send.send(outcome)
+        else:
+            await self._finish(outcome)
 
     async def _judge_lookup(self, receive: ObjectReceiveStream[JudgeTask],
                             ask_send: ObjectSendStream[Any]) -> None:

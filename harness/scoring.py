@@ -13,6 +13,8 @@ from typing import Any, Mapping
 
 from .config import DatasetSpec
 from .judge.evaluators import judge_plan
+from .postprocessors import is_extraction_failure
+from .postprocessors.build import BoundPostprocessor
 from .progress import Progress
 from .records import Completion, SampleResult, SampleStatus
 from .workers import WorkerPool, WorkerTimeout
@@ -41,9 +43,12 @@ class Scorer:
         heavy = mode != "infer" and any(d.evaluator is not None and d.evaluator.needs_worker
                                         for d in datasets.values())
         self.pool = WorkerPool(workers) if heavy else None
-        # With worker processes, keep each of them busy (plus one queued); inline
-        # scoring is synchronous, so one task is all it can use.
+        # With worker processes, keep each of them busy (plus one queued). Without
+        # them scoring never waits, so the stage that holds a completion scores it.
         self.parallelism = 2 * self.pool.size if self.pool else 1
+        #: Whether ``score`` never waits (no worker processes): then callers score
+        #: inline instead of going through a score stage.
+        self.inline = self.pool is None
 
     @property
     def judges(self) -> bool:
@@ -114,8 +119,6 @@ class Scorer:
 
     def _judge_task(self, base: SampleResult, row: Mapping[str, Any], extracted: Any,
                     reference: Any, judge: Any, has_rule: bool) -> SampleResult | JudgeTask:
-        from .postprocessors import is_extraction_failure
-
         prediction = extracted
         if judge.pred_postprocessor is not None:
             prediction = _apply(judge.pred_postprocessor, prediction, row)
@@ -130,8 +133,6 @@ class Scorer:
 
     async def _rule(self, dataset: DatasetSpec, extracted: Any, reference: Any,
                     row: Mapping[str, Any], result: Any) -> SampleResult:
-        from .postprocessors import is_extraction_failure
-
         evaluator = dataset.evaluator
         assert evaluator is not None
         if evaluator.pred_postprocessor is not None:
@@ -154,8 +155,6 @@ class Scorer:
 
 def _apply(postprocessor: Any, value: Any, row: Mapping[str, Any]) -> Any:
     """Call a postprocessor; built ones also get the row (a plain function does not)."""
-    from .postprocessors.build import BoundPostprocessor
-
     if isinstance(postprocessor, BoundPostprocessor):
         return postprocessor(value, test_item=row)
     return postprocessor(value)
