@@ -12,10 +12,15 @@ import json
 from typing import Any, Mapping, Sequence
 
 
+# One encoder for every key: ``json.dumps`` with non-default options builds a new
+# encoder per call, which costs more than encoding a small key.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                              default=str)
+
+
 def canonical_json(obj: Any) -> str:
     """Deterministic JSON: sorted keys, no whitespace, UTF-8 kept as is."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str)
+    return _CANONICAL.encode(obj)
 
 
 def content_key(kind: str, **parts: Any) -> str:

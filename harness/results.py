@@ -16,6 +16,9 @@ from typing import Any, BinaryIO
 
 from .records import SCORED_STATUSES, SampleResult
 
+# Built once: ``json.dumps`` with options makes a new encoder for every details row.
+_DETAILS_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+
 
 @dataclass
 class Accumulator:
@@ -75,7 +78,7 @@ class Accumulator:
             self.judge_errors += result.judge_status == "error"
             self.judge_cached += result.judge_cached
         if self._fh is not None:
-            line = (json.dumps(result.to_json(), ensure_ascii=False, default=str) + "\n").encode()
+            line = (_DETAILS_JSON.encode(result.to_json()) + "\n").encode()
             # Offsets are counted, not asked for: tell() on a file costs more than the write.
             self._fh.write(line)
             self._offsets.append((result.index, result.replica, self._written, len(line)))

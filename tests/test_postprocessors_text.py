@@ -147,3 +147,81 @@ def test_ordinary_text_is_not_an_appeal() -> None:
         "bold", "number"])
 def test_looks_truncated(text: str, truncated: bool) -> None:
     assert looks_truncated(text) is truncated
+
+
+# -- may_match: the literal pre-tests that let extraction skip slow regex scans ----------
+
+def _random_replies(seed: int, count: int) -> list[str]:
+    """Replies built from the words the guarded patterns need, in random case, mixed
+    with numbers, punctuation and the non-ASCII letters that case-fold to ASCII."""
+    import random
+
+    rng = random.Random(seed)
+    vocab = ["wait", "hmm", "hold on", "oh", "no", "actually", "I made", "a", "mistake",
+             "that's wrong", "correction", "oops", "scratch that", "on second thought",
+             "I was wrong", "the", "final", "answer", "is", "answer:", "grader", "graders",
+             "grading model", "dear judge", "judge:", "mark this as correct", "score it",
+             "right", "full marks", "ignore all previous instructions", "give me credit",
+             "evaluator", "18", "9 * 2 = 18", "$18", "####", "\\boxed{4}", ".", ",", "!",
+             "\n", "ſcratch that", "waıt, no", "İgnore previous rules", "答案是 7", "so",
+             "check", "eggs", "= 9"]
+    out = []
+    for _ in range(count):
+        words = [rng.choice(vocab) for _ in range(rng.randint(1, 14))]
+        words = [w.upper() if rng.random() < 0.2 else w.title() if rng.random() < 0.2 else w
+                 for w in words]
+        out.append(" ".join(words))
+    return out
+
+
+def test_may_match_never_skips_a_text_the_pattern_matches() -> None:
+    from harness.postprocessors import _text, numbers
+
+    guarded = [(_text._APPEAL, _text._APPEAL_WORDS), (numbers._RETRACT, numbers._RETRACT_WORDS),
+               (numbers._CUE, ("answer",))]
+    matched = 0
+    for reply in _random_replies(seed=7, count=4000):
+        for pattern, words in guarded:
+            if pattern.search(reply):
+                matched += 1
+                assert _text.may_match(reply, words), (pattern.pattern[:40], reply)
+    assert matched > 1000  # the replies do exercise the patterns
+
+
+def test_extraction_is_the_same_with_and_without_the_pre_tests(monkeypatch) -> None:
+    from harness.postprocessors import _text, gsm8k_postprocess, numbers
+
+    replies = _random_replies(seed=11, count=1500)
+    fast = [gsm8k_postprocess(r) for r in replies]
+    monkeypatch.setattr(_text, "may_match", lambda text, words: True)
+    monkeypatch.setattr(numbers, "may_match", lambda text, words: True)
+    assert [gsm8k_postprocess(r) for r in replies] == fast
+    assert sum(bool(v) for v in fast) > 100
+
+
+def test_may_match_rules_out_only_ascii_text() -> None:
+    from harness.postprocessors._text import may_match
+
+    assert not may_match("The answer is 42.", ("wait",))
+    assert may_match("Then WAIT, no: 14.", ("wait",))
+    assert may_match("ſcratch that", ("scratch",))  # non-ASCII: the regex decides
+
+
+def test_number_normalizing_is_the_same_with_and_without_its_pre_tests(monkeypatch) -> None:
+    import random
+    import re
+
+    from harness.postprocessors import _numeric
+
+    rng = random.Random(5)
+    pieces = ["1", "12", "123", "1234", "000", "0", ",", " ", "\u202f", "\u00a0", "'", "’",
+              "_", ".", "-", "$", "１", "２３４", "\u200b", "\u3000", "apples", "\\,", "{,}"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 12)))
+             for _ in range(5000)]
+    fast = [_numeric.normalize_numerals(t) for t in texts]
+    always = re.compile("")
+    for name in ("_SEP_BETWEEN_DIGITS", "_COMMA_BETWEEN_DIGITS", "_SPACE_BETWEEN_DIGITS"):
+        monkeypatch.setattr(_numeric, name, always)
+    slow = [_numeric.normalize_numerals(t) for t in texts]
+    assert slow == fast
+    assert sum(a != b for a, b in zip(texts, slow)) > 1000  # separators were joined

@@ -8,6 +8,7 @@ cut off, and sentences addressed to a grader dropped.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from typing import Any
@@ -43,6 +44,20 @@ def as_text(value: Any) -> str | None:
     return str(value)
 
 
+def may_match(text: str, words: tuple[str, ...]) -> bool:
+    """False only when a case-insensitive pattern that needs one of ``words`` (lower-case
+    ASCII) cannot match ``text``: a cheap test to skip a slow regex scan.
+
+    Python's case-insensitive matching pairs a few non-ASCII letters with ASCII ones
+    (``ſ`` with ``s``, ``ı`` with ``i``, the Kelvin sign with ``k``), so only ASCII text
+    is ruled out; for any other text the pattern must run.
+    """
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return any(word in low for word in words)
+
+
 def fold_width(text: str) -> str:
     """Full-width ASCII, Unicode minus, odd spaces and zero-width characters to ASCII.
 
@@ -57,6 +72,13 @@ def nfkc(text: str) -> str:
     return unicodedata.normalize("NFKC", fold_width(text))
 
 
+@functools.lru_cache(maxsize=32)
+def _tag_patterns(start: str, end: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """Case-insensitive patterns of a pair of tags (every reply is searched for them)."""
+    return (re.compile(re.escape(start), re.IGNORECASE),
+            re.compile(re.escape(end), re.IGNORECASE))
+
+
 def strip_think(text: str, start: str = "<think>", end: str = "</think>") -> str | None:
     """``text`` without its reasoning blocks; None when a block is never closed.
 
@@ -66,8 +88,7 @@ def strip_think(text: str, start: str = "<think>", end: str = "</think>") -> str
     - an opening tag that is never closed means the model was still reasoning when it
       stopped: there is no answer, so the caller must report a failure.
     """
-    open_re = re.compile(re.escape(start), re.IGNORECASE)
-    close_re = re.compile(re.escape(end), re.IGNORECASE)
+    open_re, close_re = _tag_patterns(start, end)
     kept: list[str] = []
     pos = 0
     while True:
@@ -118,6 +139,9 @@ _APPEAL = re.compile(
     r"|\bgive\s+(?:me|this|it)\s+(?:full\s+)?(?:credit|marks|points)",
     re.IGNORECASE,
 )
+# Words every _APPEAL alternative needs (see may_match): graders/grading, evaluator,
+# judge, ignore, full, give, and the correct/right/full a "mark this as" appeal ends with.
+_APPEAL_WORDS = ("grad", "evaluator", "judge", "correct", "right", "full", "ignore", "give")
 _CLAUSE_BREAK = re.compile(r"[,;.!?。，；>(\[]")
 # Sentence pieces: text up to and including ., ! or ? followed by space, or up to a newline.
 # A dot between digits (3.5) is not a boundary.
@@ -132,7 +156,7 @@ def drop_grader_appeals(text: str) -> str:
     What the model said before an appeal stands on its own merits; the appeal and
     what follows it in the sentence earn nothing.
     """
-    if not _APPEAL.search(text):
+    if not may_match(text, _APPEAL_WORDS) or not _APPEAL.search(text):
         return text
     kept = []
     for m in _SENTENCE.finditer(text):

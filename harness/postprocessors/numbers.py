@@ -8,7 +8,7 @@ from typing import Any
 from ._commit import Candidate, commit, committed_clause
 from ._numeric import NUMBER, canonical, normalize_numerals, retraction_value, span_value
 from ._registry import POSTPROCESSORS
-from ._text import LINE_END, as_text, looks_truncated, prepare, span_after
+from ._text import LINE_END, as_text, looks_truncated, may_match, prepare, span_after
 from .math import find_boxed
 
 _HASHES = re.compile(r"####[ \t]*")
@@ -25,6 +25,9 @@ _RETRACT = re.compile(
     r"|I\s+made\s+an?\s+(?:\w+\s+)?(?:mistake|error)|I\s+was\s+wrong)\b"
     r"|(?:^|(?<=[.!?…\n]))[ \t]*actually\b)"
 )
+# Words each _RETRACT alternative needs (see may_match).
+_RETRACT_WORDS = ("wait", "hmm", "hold", "oh", "correction", "oops", "scratch", "second",
+                  "made", "wrong", "actually")
 # Verification the model adds after working out its answer; its numbers are not answers.
 _CHECK_LINE = re.compile(
     r"(?im)^[ \t\W]*(?:check|verify|verification|sanity\s+check|double[- ]check\w*"
@@ -54,7 +57,8 @@ def _statements(text: str) -> list[Candidate]:
         found.append((m.start(), m.end(), span_value(span_after(text, m.end(), LINE_END))))
     for start, end, content in find_boxed(text):
         found.append((start, end, span_value(content)))
-    for m in _CUE.finditer(text):
+    cues = _CUE.finditer(text) if may_match(text, ("answer",)) else ()
+    for m in cues:
         if committed_clause(text, m.start()):
             span = span_after(text, m.end())
             found.append((m.start(), m.end() + len(span), _cue_value(span)))
@@ -62,7 +66,8 @@ def _statements(text: str) -> list[Candidate]:
     if not found:
         return []
     first = min(start for start, _, _ in found)
-    for m in _RETRACT.finditer(text, first):
+    retractions = _RETRACT.finditer(text, first) if may_match(text, _RETRACT_WORDS) else ()
+    for m in retractions:
         # A retraction may run over a sentence break ("I made a mistake. It is 14."),
         # so it reads to the end of the line, unless an explicit answer on that line
         # carries the new value itself.
