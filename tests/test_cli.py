@@ -140,3 +140,19 @@ async def test_sigkill_midway_then_resume_loses_nothing_and_repeats_only_in_flig
     con = sqlite3.connect(work / "harness.db")
     assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
     con.close()
+
+
+def test_run_collects_garbage_less_often_in_its_own_process() -> None:
+    """The CLI (and only the CLI) raises the young-generation GC threshold and freezes
+    what was allocated before the run; checked in a child so this process keeps its own
+    settings."""
+    import subprocess
+
+    code = ("import gc, harness.cli as cli; before = gc.get_threshold(); cli._tune_gc(); "
+            "print(before[0], gc.get_threshold()[0], gc.get_freeze_count() > 0, "
+            "cli.GC_YOUNG_THRESHOLD)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[0] == "700"  # CPython's default, untouched by importing harness
+    assert out[1] == out[3] and int(out[1]) > 700
+    assert out[2] == "True"
