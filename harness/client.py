@@ -11,7 +11,7 @@ handling. See ``harness.transport`` for the two transports.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .errors import ModelCallError
@@ -59,6 +59,8 @@ class ModelClient:
         # never even creates a session.
         self._transport = make_transport(spec.transport, spec.base_url, spec.api_key,
                                          spec.timeout, concurrency)
+        # Names the endpoint in error messages (redacted like everything else there).
+        self._description = f"model {spec.model!r} at {spec.base_url}"
 
     async def aclose(self) -> None:
         """Close the HTTP session (if one was opened)."""
@@ -69,11 +71,12 @@ class ModelClient:
         """One chat completion, retried by the policy; raises ``ModelCallError`` for good."""
         body = {"model": self.spec.model, "messages": list(messages), **gen_params}
         max_tokens = gen_params.get("max_tokens") or gen_params.get("max_completion_tokens")
-        estimate = sum(len(m.get("content") or "") for m in messages) // 4 + int(max_tokens or 0)
+        estimate = 0
+        if self.limiter is not None:  # a token budget to pace by (the judge's)
+            estimate = (sum(len(m.get("content") or "") for m in messages) // 4
+                        + int(max_tokens or 0))
 
         async def attempt() -> CallResult:
-            if self._slots is None:
-                return await send()
             async with self._slots:
                 return await send()
 
@@ -101,7 +104,8 @@ class ModelClient:
             return result
 
         try:
-            result, tries = await self.policy.call(attempt, self.stats, self._describe())
+            result, tries = await self.policy.call(send if self._slots is None else attempt,
+                                                   self.stats, self._description)
         except ModelCallError as exc:
             # Still cut short after every attempt: that is the server's real answer
             # (a context-length stop, say), so keep it rather than lose the sample.
@@ -113,13 +117,14 @@ class ModelClient:
             result, tries = exc.__cause__.result, exc.attempts
         self.stats.prompt_tokens += result.prompt_tokens
         self.stats.completion_tokens += result.completion_tokens
-        return replace(result, attempts=tries)
+        return CallResult(result.text, result.finish_reason, result.prompt_tokens,
+                          result.completion_tokens, tries, result.logprobs)
 
     async def list_models(self) -> list[str]:
         """The model names the endpoint serves (``GET /models``), under the same policy."""
         try:
             data, _ = await self.policy.call(lambda: self._transport.get("/models"),
-                                             self.stats, self._describe())
+                                             self.stats, self._description)
         except ModelCallError as exc:
             raise type(exc)(self.redact(str(exc)), kind=exc.kind, status=exc.status,
                             attempts=exc.attempts) from None
@@ -131,8 +136,6 @@ class ModelClient:
         key = self.spec.api_key
         return text.replace(key, "***") if key and len(key) >= 4 else text
 
-    def _describe(self) -> str:
-        return f"model {self.spec.model!r} at {self.spec.base_url}"
 
 
 class SuspectTruncation(BadResponse):
