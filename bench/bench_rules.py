@@ -248,8 +248,8 @@ def main() -> None:
     if SOLO in chosen:
         solo = next(r for name, r, _ in runs if name == SOLO)
         full = runs[1][1]
-        per_check = lambda r: r["cpu_workers"] / len(r["correct"])  # noqa: E731
-        ceiling = args.workers * per_check(solo) / per_check(full)
+        ceiling = (args.workers * (solo["cpu_workers"] / len(solo["correct"]))
+                   / (full["cpu_workers"] / len(full["correct"])))
     params = {"count": args.count, "workers": args.workers, "tasks": tasks,
               "cores": os.cpu_count(), "repeat": args.repeat, "bg_busy_cpus": bg,
               "pathological": args.pathological}

@@ -137,7 +137,6 @@ class ModelClient:
         return text.replace(key, "***") if key and len(key) >= 4 else text
 
 
-
 class SuspectTruncation(BadResponse):
     """``finish_reason='length'`` before ``max_tokens`` was reached: a reply cut short by
     a server hiccup, worth one more try (a real length stop uses all ``max_tokens``)."""

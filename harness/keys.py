@@ -11,7 +11,6 @@ import hashlib
 import json
 from typing import Any, Mapping, Sequence
 
-
 # One encoder for every key: ``json.dumps`` with non-default options builds a new
 # encoder per call, which costs more than encoding a small key.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
