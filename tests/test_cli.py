@@ -142,17 +142,22 @@ async def test_sigkill_midway_then_resume_loses_nothing_and_repeats_only_in_flig
     con.close()
 
 
-def test_run_collects_garbage_less_often_in_its_own_process() -> None:
-    """The CLI (and only the CLI) raises the young-generation GC threshold and freezes
-    what was allocated before the run; checked in a child so this process keeps its own
-    settings."""
+def test_run_collects_garbage_less_often_in_its_own_process(tmp_path: Path) -> None:
+    """``harness run`` (and only the CLI) raises the young-generation GC threshold and
+    freezes what was allocated before the run. A config file reports what it sees while
+    the run loads it; this process keeps its own settings."""
+    import gc
     import subprocess
 
-    code = ("import gc, harness.cli as cli; before = gc.get_threshold(); cli._tune_gc(); "
-            "print(before[0], gc.get_threshold()[0], gc.get_freeze_count() > 0, "
-            "cli.GC_YOUNG_THRESHOLD)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.split()
-    assert out[0] == "700"  # CPython's default, untouched by importing harness
-    assert out[1] == out[3] and int(out[1]) > 700
-    assert out[2] == "True"
+    from harness.cli import GC_YOUNG_THRESHOLD
+
+    cfg = tmp_path / "gc_probe.py"
+    cfg.write_text("import gc, sys\n"
+                   "print('GC', gc.get_threshold()[0], gc.get_freeze_count() > 0, "
+                   "file=sys.stderr)\n"
+                   "datasets = []\n")
+    out = subprocess.run([sys.executable, "-m", "harness", "run", str(cfg), "-q",
+                          "-w", str(tmp_path / "work")], capture_output=True, text=True)
+    probe = [line.split() for line in out.stderr.splitlines() if line.startswith("GC ")]
+    assert probe == [["GC", str(GC_YOUNG_THRESHOLD), "True"]], out.stderr
+    assert GC_YOUNG_THRESHOLD > gc.get_threshold()[0]  # importing harness changed nothing

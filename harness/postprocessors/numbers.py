@@ -25,6 +25,8 @@ _RETRACT = re.compile(
     r"|I\s+made\s+an?\s+(?:\w+\s+)?(?:mistake|error)|I\s+was\s+wrong)\b"
     r"|(?:^|(?<=[.!?…\n]))[ \t]*actually\b)"
 )
+# The word every ASCII _CUE needs (see may_match); "答案" is not ASCII, so never skipped.
+_CUE_WORDS = ("answer",)
 # Words each _RETRACT alternative needs (see may_match).
 _RETRACT_WORDS = ("wait", "hmm", "hold", "oh", "correction", "oops", "scratch", "second",
                   "made", "wrong", "actually")
@@ -57,7 +59,7 @@ def _statements(text: str) -> list[Candidate]:
         found.append((m.start(), m.end(), span_value(span_after(text, m.end(), LINE_END))))
     for start, end, content in find_boxed(text):
         found.append((start, end, span_value(content)))
-    cues = _CUE.finditer(text) if may_match(text, ("answer",)) else ()
+    cues = _CUE.finditer(text) if may_match(text, _CUE_WORDS) else ()
     for m in cues:
         if committed_clause(text, m.start()):
             span = span_after(text, m.end())
