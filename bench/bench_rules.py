@@ -3,8 +3,9 @@
 The same list of (prediction, gold) pairs, built from MATH-500 answers (boxed replies,
 prose replies without a box, and wrong answers taken from other problems), is scored
 
-1. ``sequential``: in this process, one after another, with
-   ``MATHVerifyEvaluator().score_sample`` (main thread, so math-verify's alarms work);
+1. ``sequential``: in a fresh process, one after another, with
+   ``MATHVerifyEvaluator().score_sample`` (main thread, so math-verify's alarms work),
+   with the GC settings the workers use (``harness.gc_tuning``);
 2. ``pool``: through ``WorkerPool`` (one worker per core; ``pool.warm(evaluator.warm_up)``
    first, as the pipeline does, not timed), ``--tasks`` concurrent tasks (default
    2 × workers) pulling from one shared iterator and awaiting
@@ -76,10 +77,14 @@ def build_pairs(count: int, path: Path = DATA) -> list[tuple[str, str]]:
 def run_sequential(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     """Score every pair in this process's main thread."""
     from harness.evaluators.math_verify import MATHVerifyEvaluator
+    from harness.gc_tuning import tune_gc
 
     evaluator = MATHVerifyEvaluator()
     start = time.perf_counter()
     evaluator.score_sample(r"\boxed{1}", "1", {})  # imports math_verify, not timed
+    # The GC settings every pool worker runs with (harness.gc_tuning), so the speedup
+    # measures parallelism alone.
+    tune_gc()
     warm = time.perf_counter() - start
     cpu0, start = time.process_time(), time.perf_counter()
     correct = [bool(evaluator.score_sample(p, g, {})["correct"]) for p, g in pairs]

@@ -88,34 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return commands[args.command](args)
 
 
-#: Allocations between two young-generation collections (CPython's default is 700).
-GC_YOUNG_THRESHOLD = 10_000
-
-
-def _tune_gc() -> None:
-    """Collect cyclic garbage less often during a run; only here, where the CLI owns the
-    process (a program embedding ``harness.api`` keeps its own settings).
-
-    Hundreds of requests in flight keep many young objects alive, and every collection
-    walks them again. Profiled at 10,000 samples and concurrency 256, the default
-    thresholds spent about 0.6 s (10 % of the run) in some 400 collections; at
-    ``GC_YOUNG_THRESHOLD`` it is 0.05 s. Objects made before the run (imported modules,
-    the config) are frozen, so no collection walks them at all. Memory still stays flat:
-    reference counting frees almost everything, and the cycles that remain are
-    collected, only in larger batches.
-    """
-    import gc
-
-    gc.freeze()
-    _, older, oldest = gc.get_threshold()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, older, oldest)
-
-
 def _run(args: argparse.Namespace) -> int:
     import anyio
 
     from .catalog import resolve_config
     from .errors import HarnessError
+    from .gc_tuning import tune_gc
     from .models import ModelOverrides
 
     config = resolve_config(args.config)
@@ -131,7 +109,8 @@ def _run(args: argparse.Namespace) -> int:
             limit=args.limit, overrides=overrides, dump_details=args.dump_details,
             show_progress=not args.quiet))
 
-    _tune_gc()
+    # This process is ours: collect garbage for throughput (see harness.gc_tuning).
+    tune_gc()
     try:
         report = anyio.run(go)
     except KeyboardInterrupt:

@@ -20,6 +20,23 @@ class WorkerTimeout(Exception):
     """A check ran past its time limit; its worker process was killed."""
 
 
+_tuned = False
+
+
+def _in_worker(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run ``fn(*args)`` in a worker; the first call in each worker process tunes its GC
+    (after the imports of that call; see ``harness.gc_tuning``). Also covers a worker
+    started to replace one killed by a timeout."""
+    global _tuned
+    result = fn(*args)
+    if not _tuned:
+        from .gc_tuning import tune_gc
+
+        tune_gc()
+        _tuned = True
+    return result
+
+
 class WorkerPool:
     """At most ``size`` worker processes running checks concurrently."""
 
@@ -35,8 +52,8 @@ class WorkerPool:
         """``fn(*args)`` in a worker; ``WorkerTimeout`` if it takes over ``timeout`` s."""
         async with self.limiter:
             with anyio.move_on_after(timeout) as scope:
-                return await anyio.to_process.run_sync(fn, *args, cancellable=True,
-                                                       limiter=self._inner)
+                return await anyio.to_process.run_sync(_in_worker, fn, *args,
+                                                       cancellable=True, limiter=self._inner)
         if scope.cancelled_caught:
             self.timeouts += 1
             raise WorkerTimeout(f"rule check exceeded {timeout:g} s; its worker was killed")
@@ -52,4 +69,4 @@ class WorkerPool:
 
     async def _warm_one(self, warm_up: Callable[[], Any]) -> None:
         async with self.limiter:
-            await anyio.to_process.run_sync(warm_up, limiter=self._inner)
+            await anyio.to_process.run_sync(_in_worker, warm_up, limiter=self._inner)

@@ -149,7 +149,7 @@ def test_run_collects_garbage_less_often_in_its_own_process(tmp_path: Path) -> N
     import gc
     import subprocess
 
-    from harness.cli import GC_YOUNG_THRESHOLD
+    from harness.gc_tuning import YOUNG_THRESHOLD
 
     cfg = tmp_path / "gc_probe.py"
     cfg.write_text("import gc, sys\n"
@@ -159,5 +159,5 @@ def test_run_collects_garbage_less_often_in_its_own_process(tmp_path: Path) -> N
     out = subprocess.run([sys.executable, "-m", "harness", "run", str(cfg), "-q",
                           "-w", str(tmp_path / "work")], capture_output=True, text=True)
     probe = [line.split() for line in out.stderr.splitlines() if line.startswith("GC ")]
-    assert probe == [["GC", str(GC_YOUNG_THRESHOLD), "True"]], out.stderr
-    assert GC_YOUNG_THRESHOLD > gc.get_threshold()[0]  # importing harness changed nothing
+    assert probe == [["GC", str(YOUNG_THRESHOLD), "True"]], out.stderr
+    assert YOUNG_THRESHOLD > gc.get_threshold()[0]  # importing harness changed nothing

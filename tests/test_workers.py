@@ -39,3 +39,21 @@ async def test_a_check_waiting_for_a_busy_worker_is_not_charged_that_wait():
         started.set()
         tg.start_soon(quick, started)
     assert results == {"slow": None, "quick": 1}
+
+
+async def test_workers_collect_garbage_less_often_from_the_first_call_on():
+    """Each worker tunes its GC after its first call (the warm-up's imports frozen),
+    also a worker started to replace one killed by a timeout."""
+    import gc
+
+    from harness.gc_tuning import YOUNG_THRESHOLD
+
+    pool = WorkerPool(1)
+    await pool.warm(int)
+    assert (await pool.run(gc.get_threshold, timeout=30))[0] == YOUNG_THRESHOLD
+    assert await pool.run(gc.get_freeze_count, timeout=30) > 0
+    with pytest.raises(WorkerTimeout):
+        await pool.run(time.sleep, 60, timeout=0.5)
+    await pool.run(int, timeout=30)  # the replacement's first call
+    assert (await pool.run(gc.get_threshold, timeout=30))[0] == YOUNG_THRESHOLD
+    assert gc.get_threshold()[0] != YOUNG_THRESHOLD  # this process is untouched
