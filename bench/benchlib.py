@@ -20,15 +20,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 # The same arithmetic workload the tests use (re-exported: scripts say bl.write_arith).
 from harness.testing.workloads import (  # noqa: F401
-    JUDGE_MODEL, JUDGE_TEMPLATE, cascade_reply, expected_cascade, fake_judge, write_arith,
-    write_judge_config)
+    JUDGE_MODEL, JUDGE_TEMPLATE, arith_datasets, cascade_reply, expected_cascade, fake_judge,
+    write_arith, write_judge_config)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -189,21 +188,13 @@ class ServerProcess:
 
 def write_simple_config(path: Path, data: Path, max_out_len: int = 32) -> Path:
     """Exact match after ``gsm8k_postprocess``, no judge (the ``bench_pipeline`` config)."""
-    path.write_text(textwrap.dedent(f"""
-        from harness import (AccEvaluator, CustomDataset, GenInferencer, RawPromptTemplate,
-                             ZeroRetriever, gsm8k_dataset_postprocess, gsm8k_postprocess)
-        datasets = [dict(
-            abbr='bench', type=CustomDataset, path={str(data)!r},
-            reader_cfg=dict(input_columns=['question'], output_column='answer'),
-            infer_cfg=dict(prompt_template=dict(
-                               type=RawPromptTemplate,
-                               messages=[dict(role='user', content='{{question}}')]),
-                           retriever=dict(type=ZeroRetriever),
-                           inferencer=dict(type=GenInferencer, max_out_len={max_out_len})),
-            eval_cfg=dict(evaluator=dict(type=AccEvaluator),
-                          pred_postprocessor=dict(type=gsm8k_postprocess),
-                          dataset_postprocessor=dict(type=gsm8k_dataset_postprocess)))]
-    """))
+    path.write_text(
+        "from harness import (AccEvaluator, CustomDataset, GenInferencer, RawPromptTemplate,\n"
+        "                     ZeroRetriever, gsm8k_dataset_postprocess, gsm8k_postprocess)\n"
+        + arith_datasets(data, "dict(evaluator=dict(type=AccEvaluator), "
+                               "pred_postprocessor=dict(type=gsm8k_postprocess), "
+                               "dataset_postprocessor=dict(type=gsm8k_dataset_postprocess))",
+                         abbr="bench", max_out_len=max_out_len))
     return path
 
 

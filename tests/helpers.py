@@ -6,14 +6,12 @@ so the benchmarks use the very same one.
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 from typing import Any, Iterable
 
 from harness.testing.workloads import (  # noqa: F401  (re-exported for the tests)
-    JUDGE_MODEL, JUDGE_TEMPLATE, arith_reply, cascade_reply, expected_cascade, fake_judge,
-    expected_correct, model_and_judge, write_arith, write_judge_config)
-
+    JUDGE_MODEL, JUDGE_TEMPLATE, arith_datasets, arith_reply, cascade_reply, expected_cascade,
+    fake_judge, expected_correct, model_and_judge, write_arith, write_judge_config)
 
 
 def write_config(path: Path, data: Path, *, models: Iterable[dict[str, Any]] | None = None,
@@ -29,19 +27,9 @@ def write_config(path: Path, data: Path, *, models: Iterable[dict[str, Any]] | N
              evaluator, pred_pp, ref_pp]
     imports = ", ".join(x for x in names if x and x in harness.__all__)
     models_src = f"models = {list(models)!r}" if models is not None else ""
-    path.write_text(f"from harness import {imports}\n{extra}\n" + textwrap.dedent(f"""
-        reader_cfg = dict(input_columns=['question'], output_column='answer')
-        datasets = [dict(
-            abbr='arith', type=CustomDataset, path={str(data)!r}, reader_cfg=reader_cfg,
-            infer_cfg=dict(
-                prompt_template=dict(type=RawPromptTemplate,
-                                     messages=[dict(role='user', content='{{question}}')]),
-                retriever=dict(type=ZeroRetriever),
-                inferencer=dict(type=GenInferencer, max_out_len=32)),
-            eval_cfg=dict(evaluator=dict(type={evaluator}), {pp} {rp} pred_role='BOT'),
-            n={n})]
-        {models_src}
-    """))
+    eval_cfg = f"dict(evaluator=dict(type={evaluator}), {pp} {rp} pred_role='BOT')"
+    path.write_text(f"from harness import {imports}\n{extra}\n"
+                    + arith_datasets(data, eval_cfg, n=n) + f"{models_src}\n")
     return path
 
 

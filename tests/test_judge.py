@@ -133,9 +133,7 @@ async def test_changed_judge_model_rejudges(data, tmp_path):
 
 
 async def test_replicas_keep_independent_verdicts(both, data, tmp_path):
-    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="parallel")
-    cfg.write_text(cfg.read_text().replace("dataset_postprocessor=dict(type='gsm8k-dataset')))]",
-                                           "dataset_postprocessor=dict(type='gsm8k-dataset')), n=2)]"))
+    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="parallel", n=2)
     report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
     assert report.result("arith")["cascade_stats"]["llm_evaluated"] == 2 * N
     assert len(judge_requests(both)) == 2 * N

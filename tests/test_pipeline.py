@@ -194,7 +194,7 @@ async def test_evaluate_accepts_dataset_dicts_without_a_config_file(server, arit
 async def test_several_datasets_and_models_share_one_run_and_one_table(tmp_path):
     data = write_arith(tmp_path / "a.jsonl", 8)
     cfg = write_config(tmp_path / "cfg.py", data)
-    text = cfg.read_text().replace("datasets = [dict(", "datasets = [dict(").rstrip()
+    text = cfg.read_text().rstrip()
     text += "\ndatasets.append(dict(datasets[0], abbr='arith-copy'))\n"
     cfg.write_text(text)
     async with FakeOpenAI(responder=arith_reply, models=("m-a", "m-b")) as srv:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -94,12 +93,29 @@ def expected_cascade(n: int) -> dict[str, int]:
             "final": sum(k in (0, 1, 2) for k in kinds)}
 
 
+def arith_datasets(data: Path, eval_cfg: str, *, abbr: str = "arith", max_out_len: int = 32,
+                   n: int = 1) -> str:
+    """Config source defining ``datasets``: one arithmetic dataset at ``data`` with the
+    ``eval_cfg`` source given, in the seed vocabulary (the caller writes the imports)."""
+    return (
+        "datasets = [dict(\n"
+        f"    abbr={abbr!r}, type=CustomDataset, path={str(data)!r}, n={n},\n"
+        "    reader_cfg=dict(input_columns=['question'], output_column='answer'),\n"
+        "    infer_cfg=dict(\n"
+        "        prompt_template=dict(type=RawPromptTemplate,\n"
+        "                             messages=[dict(role='user', content='{question}')]),\n"
+        "        retriever=dict(type=ZeroRetriever),\n"
+        f"        inferencer=dict(type=GenInferencer, max_out_len={max_out_len})),\n"
+        f"    eval_cfg={eval_cfg})]\n")
+
+
 def write_judge_config(path: Path, data: Path, model_url: str, *, mode: str = "cascade",
                        judge: dict[str, Any] | None = None,
                        template: str = JUDGE_TEMPLATE, rule: str | None = None,
-                       judge_url: str | None = None) -> Path:
+                       judge_url: str | None = None, n: int = 1) -> Path:
     """A config whose evaluator is a CascadeEvaluator (``mode='cascade'``/``'parallel'``)
-    or a plain GenericLLMEvaluator (``mode='judge'``), judged by ``judge-model``."""
+    or a plain GenericLLMEvaluator (``mode='judge'``), judged by ``judge-model``; ``n``
+    replicas of each row."""
     judge_cfg = {"abbr": "judge", "path": JUDGE_MODEL,
                  "openai_api_base": judge_url or model_url,
                  "key": "sk-judge-not-a-secret", **(judge or {})}
@@ -112,21 +128,12 @@ def write_judge_config(path: Path, data: Path, model_url: str, *, mode: str = "c
     else:
         evaluator = (f"dict(type=CascadeEvaluator, rule_evaluator={rule}, llm_evaluator={llm}, "
                      f"parallel={mode == 'parallel'})")
-    path.write_text(textwrap.dedent(f"""
-        from harness import (CustomDataset, RawPromptTemplate, ZeroRetriever, GenInferencer,
-                             AccEvaluator, MATHVerifyEvaluator, CascadeEvaluator,
-                             GenericLLMEvaluator, generic_llmjudge_postprocess)
-        reader_cfg = dict(input_columns=['question'], output_column='answer')
-        datasets = [dict(
-            abbr='arith', type=CustomDataset, path={str(data)!r}, reader_cfg=reader_cfg,
-            infer_cfg=dict(
-                prompt_template=dict(type=RawPromptTemplate,
-                                     messages=[dict(role='user', content='{{question}}')]),
-                retriever=dict(type=ZeroRetriever),
-                inferencer=dict(type=GenInferencer, max_out_len=32)),
-            eval_cfg=dict(evaluator={evaluator},
-                          dataset_postprocessor=dict(type='gsm8k-dataset')))]
-        models = [dict(abbr='fake', path='fake-model', openai_api_base={model_url!r},
-                       key='sk-model-not-a-secret')]
-    """))
+    path.write_text(
+        "from harness import (CustomDataset, RawPromptTemplate, ZeroRetriever, GenInferencer,\n"
+        "                     AccEvaluator, MATHVerifyEvaluator, CascadeEvaluator,\n"
+        "                     GenericLLMEvaluator, generic_llmjudge_postprocess)\n"
+        + arith_datasets(data, f"dict(evaluator={evaluator}, "
+                               "dataset_postprocessor=dict(type='gsm8k-dataset'))", n=n)
+        + f"models = [dict(abbr='fake', path='fake-model', openai_api_base={model_url!r}, "
+          "key='sk-model-not-a-secret')]\n")
     return path
