@@ -5,7 +5,8 @@ prose replies without a box, and wrong answers taken from other problems), is sc
 
 1. ``sequential``: in a fresh process, one after another, with
    ``MATHVerifyEvaluator().score_sample`` (main thread, so math-verify's alarms work),
-   with the GC settings the workers use (``harness.gc_tuning``);
+   after the warm-up every worker runs (``evaluator.warm_up()``, not timed) and with the
+   GC settings the workers use (``harness.gc_tuning``);
 2. ``pool``: through ``WorkerPool`` (one worker per core; ``pool.warm(evaluator.warm_up)``
    first, as the pipeline does, not timed), ``--tasks`` concurrent tasks (default
    2 × workers) pulling from one shared iterator and awaiting
@@ -81,7 +82,8 @@ def run_sequential(pairs: list[tuple[str, str]]) -> dict[str, Any]:
 
     evaluator = MATHVerifyEvaluator()
     start = time.perf_counter()
-    evaluator.score_sample(r"\boxed{1}", "1", {})  # imports math_verify, not timed
+    # Imports math-verify and runs the same warm-up as every pool worker, not timed.
+    evaluator.warm_up()
     # The GC settings every pool worker runs with (harness.gc_tuning), so the speedup
     # measures parallelism alone.
     tune_gc()

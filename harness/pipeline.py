@@ -148,9 +148,9 @@ class Pipeline:
         store_send, store_recv = create[Completion](1024)
         judge_send, judge_recv = create[JudgeTask](JUDGE_BUFFER)
         ask_send, ask_recv = create[Any](16)
-        await self.scorer.start()
         judge_workers = max((e.spec.concurrency for e in self.endpoints.values()), default=0)
         async with anyio.create_task_group() as tg:
+            self.scorer.start(tg)
             tg.start_soon(self._produce, model_send, score_send.clone(), judge_send.clone())
             for _ in range(self.options.concurrency if self.clients else 0):
                 tg.start_soon(self._call_model, model_recv.clone(), score_send.clone(),

@@ -11,6 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
+import anyio
+from anyio.abc import TaskGroup
+
 from .config import DatasetSpec
 from .judge.evaluators import judge_plan
 from .postprocessors import is_extraction_failure
@@ -49,18 +52,30 @@ class Scorer:
         #: Whether ``score`` never waits (no worker processes): then callers score
         #: inline instead of going through a score stage.
         self.inline = self.pool is None
+        #: Set once every worker is warm (``start``); checks wait for it.
+        self._warmed: anyio.Event | None = None
 
     @property
     def judges(self) -> bool:
         """Whether any dataset of the run needs the judge stage."""
         return self.mode != "infer" and any(j is not None for _, j, _ in self.plans.values())
 
-    async def start(self) -> None:
-        """Start worker processes (and their imports) before the first sample."""
-        if self.pool is not None:
+    def start(self, tg: TaskGroup) -> None:
+        """Start the worker processes and warm them (imports, parser caches) as a task of
+        ``tg``. The first model requests go out meanwhile; only checks wait for it, so
+        that no sample's time limit pays for a worker's start-up."""
+        if self.pool is None:
+            return
+        self._warmed = anyio.Event()
+        tg.start_soon(self._warm, self.pool, self._warmed)
+
+    async def _warm(self, pool: WorkerPool, warmed: anyio.Event) -> None:
+        try:
             for dataset in self.datasets.values():
                 if dataset.evaluator is not None and dataset.evaluator.needs_worker:
-                    await self.pool.warm(dataset.evaluator.warm_up)
+                    await pool.warm(dataset.evaluator.warm_up)
+        finally:
+            warmed.set()
 
     async def score(self, completion: Completion) -> SampleResult | JudgeTask:
         """Score one completion; never raises for a per-sample problem."""
@@ -140,6 +155,8 @@ class Scorer:
         if is_extraction_failure(extracted):
             return result("extract_failed", extracted, reference, False)
         if evaluator.needs_worker and self.pool is not None:
+            if self._warmed is not None and not self._warmed.is_set():
+                await self._warmed.wait()
             try:
                 detail = await self.pool.run(evaluator.score_sample, extracted, reference,
                                              dict(row), timeout=evaluator.timeout)

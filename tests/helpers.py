@@ -33,6 +33,22 @@ def write_config(path: Path, data: Path, *, models: Iterable[dict[str, Any]] | N
     return path
 
 
+def arith_dataset(path: Path, evaluator: dict[str, Any]) -> dict[str, Any]:
+    """The arithmetic dataset as a dataset dict for ``harness.evaluate(datasets=...)``,
+    scored by ``evaluator`` after gsm8k extraction."""
+    import harness
+
+    return dict(
+        abbr="arith", type=harness.CustomDataset, path=str(path),
+        reader_cfg=dict(input_columns=["question"], output_column="answer"),
+        infer_cfg=dict(prompt_template=dict(type=harness.RawPromptTemplate,
+                                            messages=[dict(role="user", content="{question}")]),
+                       retriever=dict(type=harness.ZeroRetriever),
+                       inferencer=dict(type=harness.GenInferencer, max_out_len=16)),
+        eval_cfg=dict(evaluator=evaluator, pred_postprocessor=dict(type="gsm8k"),
+                      dataset_postprocessor=dict(type="gsm8k-dataset")))
+
+
 def model_cfg(base_url: str, **kw: Any) -> dict[str, Any]:
     """An OpenCompass-style model dict for the fake server."""
     return dict(abbr="fake", type="OpenAISDK", path="fake-model", openai_api_base=base_url,

@@ -361,3 +361,16 @@ def _math500_round_trip_failures() -> set[int]:
 def test_math500_every_gold_scores_correct_when_boxed_back() -> None:
     # Includes \text{Evelyn}, pmatrix and \$36 golds, which must be read as bare LaTeX.
     assert _math500_round_trip_failures() == set()
+
+
+def test_math_verify_warm_up_checks_parse_and_compare_as_real_checks_do() -> None:
+    """The warm-up only builds parser and sympy state if its checks go all the way:
+    every right answer (boxed, in prose, bare) verifies and every wrong one does not."""
+    from harness.evaluators.math_verify import WARM_UP_ANSWERS, warm_up_pairs
+
+    pairs = warm_up_pairs()
+    assert len(pairs) == 4 * len(WARM_UP_ANSWERS)
+    evaluator = MATHVerifyEvaluator()
+    outcomes = [bool(evaluator.score_sample(pred, gold)["correct"]) for pred, gold in pairs]
+    wrong = [pairs[k] for k, ok in enumerate(outcomes) if ok != (k % 4 != 3)]
+    assert wrong == []

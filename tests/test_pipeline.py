@@ -10,7 +10,8 @@ import pytest
 import harness
 from harness.testing import FakeOpenAI, Fault, fail_first
 
-from .helpers import arith_reply, expected_correct, model_cfg, write_arith, write_config
+from .helpers import (arith_dataset, arith_reply, expected_correct, model_cfg, write_arith,
+                      write_config)
 
 
 def details(work: Path, model: str = "fake", dataset: str = "arith") -> list[dict]:
@@ -176,16 +177,7 @@ async def test_leaving_open_run_early_cancels_cleanly(server, arith, tmp_path):
 
 
 async def test_evaluate_accepts_dataset_dicts_without_a_config_file(server, arith, tmp_path):
-    dataset = dict(
-        abbr="arith", type=harness.CustomDataset, path=str(arith),
-        reader_cfg=dict(input_columns=["question"], output_column="answer"),
-        infer_cfg=dict(prompt_template=dict(type=harness.RawPromptTemplate,
-                                            messages=[dict(role="user", content="{question}")]),
-                       retriever=dict(type=harness.ZeroRetriever),
-                       inferencer=dict(type=harness.GenInferencer, max_out_len=16)),
-        eval_cfg=dict(evaluator=dict(type=harness.AccEvaluator),
-                      pred_postprocessor=dict(type="gsm8k"),
-                      dataset_postprocessor=dict(type="gsm8k-dataset")))
+    dataset = arith_dataset(arith, dict(type=harness.AccEvaluator))
     report = await harness.evaluate(datasets=[dataset], models=[model_cfg(server.base_url)],
                                     work_dir=tmp_path / "w")
     assert report.result("arith")["correct"] == expected_correct(40)
