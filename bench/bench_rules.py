@@ -143,6 +143,7 @@ async def run_pool(pairs: list[tuple[str, str]], workers: int, tasks: int, timeo
     # Workers alive at both ends (a killed worker's CPU time is lost; a new one counts
     # from zero).
     workers_cpu1 = _children_cpu()
+    await pool.aclose()
     cpu_workers = sum(t - workers_cpu0.get(pid, 0.0) for pid, t in workers_cpu1.items())
     slow = sorted(range(len(pairs)), key=seconds.__getitem__, reverse=True)[:3]
     return {"wall": wall, "correct": correct, "timeouts": pool.timeouts, "warm": warm_s,

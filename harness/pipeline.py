@@ -133,6 +133,7 @@ class Pipeline:
             finished = True
         finally:
             with anyio.CancelScope(shield=True):
+                await self.scorer.aclose()
                 for client in self.clients.values():
                     await client.aclose()
                 for endpoint in self.endpoints.values():

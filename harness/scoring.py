@@ -46,9 +46,10 @@ class Scorer:
         heavy = mode != "infer" and any(d.evaluator is not None and d.evaluator.needs_worker
                                         for d in datasets.values())
         self.pool = WorkerPool(workers) if heavy else None
-        # With worker processes, keep each of them busy (plus one queued). Without
-        # them scoring never waits, so the stage that holds a completion scores it.
-        self.parallelism = 2 * self.pool.size if self.pool else 1
+        # With worker processes, fill every worker's queue (one check running, the
+        # next waiting in its pipe). Without them scoring never waits, so the stage
+        # that holds a completion scores it.
+        self.parallelism = self.pool.size * self.pool.depth if self.pool else 1
         #: Whether ``score`` never waits (no worker processes): then callers score
         #: inline instead of going through a score stage.
         self.inline = self.pool is None
@@ -68,6 +69,11 @@ class Scorer:
             return
         self._warmed = anyio.Event()
         tg.start_soon(self._warm, self.pool, self._warmed)
+
+    async def aclose(self) -> None:
+        """Stop the worker processes, if any."""
+        if self.pool is not None:
+            await self.pool.aclose()
 
     async def _warm(self, pool: WorkerPool, warmed: anyio.Event) -> None:
         try:

@@ -1,11 +1,11 @@
 """Worker processes: a hung check is one timeout; waiting for a worker is not timed;
-warming the workers up does not hold back the model requests."""
+a crash, an exception or a cancelled caller costs only its own call; warming the workers
+up does not hold back the model requests."""
 
 from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from typing import Any, Mapping
 
 import anyio
@@ -13,7 +13,7 @@ import pytest
 
 import harness
 from harness.testing import FakeOpenAI
-from harness.workers import WorkerPool, WorkerTimeout
+from harness.workers import INLINE_SEND_LIMIT, WorkerCrashed, WorkerPool, WorkerTimeout
 
 from .helpers import arith_dataset, arith_reply, expected_correct, model_cfg
 
@@ -25,6 +25,7 @@ async def test_hung_check_is_killed_as_one_timeout_and_the_pool_goes_on():
         await pool.run(time.sleep, 60, timeout=0.5)
     assert await pool.run(abs, -3, timeout=30) == 3
     assert pool.timeouts == 1
+    await pool.aclose()
 
 
 async def test_a_check_waiting_for_a_busy_worker_is_not_charged_that_wait():
@@ -47,6 +48,7 @@ async def test_a_check_waiting_for_a_busy_worker_is_not_charged_that_wait():
         started.set()
         tg.start_soon(quick, started)
     assert results == {"slow": None, "quick": 1}
+    await pool.aclose()
 
 
 async def test_workers_collect_garbage_less_often_from_the_first_call_on():
@@ -65,7 +67,156 @@ async def test_workers_collect_garbage_less_often_from_the_first_call_on():
     await pool.run(int, timeout=30)  # the replacement's first call
     assert (await pool.run(gc.get_threshold, timeout=30))[0] == YOUNG_THRESHOLD
     assert gc.get_threshold()[0] != YOUNG_THRESHOLD  # this process is untouched
+    await pool.aclose()
 
+
+
+def _exit_now() -> None:
+    os._exit(3)  # a worker dying mid-check, as in a crash in C code
+
+
+def _unpicklable() -> Any:
+    return lambda: None
+
+
+def _length(data: bytes) -> int:
+    return len(data)
+
+
+_warm_flag = False
+
+
+def _set_warm_flag() -> None:
+    global _warm_flag
+    _warm_flag = True
+
+
+def _read_warm_flag() -> bool:
+    return _warm_flag
+
+
+@pytest.mark.parametrize("first, error, timeouts", [
+    ((time.sleep, 60), WorkerTimeout, 1),  # hangs: killed at its 1 s limit
+    ((_exit_now,), WorkerCrashed, 0),  # its worker dies
+])
+async def test_a_check_queued_behind_a_failing_one_is_sent_again(first, error, timeouts):
+    """With one worker, the second call waits in the worker's pipe behind the first; when
+    the first hangs or kills its worker, the second runs in the replacement."""
+    pool = WorkerPool(1)
+    await pool.warm(int)
+    failed = []
+
+    async def failing():
+        with pytest.raises(error):
+            await pool.run(*first, timeout=1.0)
+        failed.append(error)
+
+    assert await _queued_behind(pool, failing) == 7
+    assert failed == [error] and pool.timeouts == timeouts
+    await pool.aclose()
+
+
+async def _queued_behind(pool: WorkerPool, first: Any) -> Any:
+    """Start ``first`` (a coroutine function) and, once its call is in the worker, a
+    quick call queued behind it; the quick call's result."""
+    queued = []
+
+    async def later():
+        queued.append(await pool.run(abs, -7, timeout=5))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(first)
+        await anyio.sleep(0.1)
+        tg.start_soon(later)
+    return queued[0]
+
+
+async def test_exceptions_and_unsendable_results_come_back_and_the_worker_stays():
+    pool = WorkerPool(1)
+    await pool.warm(int)
+    pid = await pool.run(os.getpid, timeout=30)
+    with pytest.raises(ValueError, match="invalid literal"):
+        await pool.run(int, "seven", timeout=30)
+    with pytest.raises(RuntimeError, match="could not send back function"):
+        await pool.run(_unpicklable, timeout=30)
+    assert await pool.run(os.getpid, timeout=30) == pid
+    await pool.aclose()
+
+
+async def test_a_large_call_waits_for_an_idle_worker_without_blocking_the_loop():
+    """A payload too large for the pipe's buffer is not written to a busy worker from
+    the event loop (which would block it until the worker reads); the loop keeps
+    running meanwhile."""
+    pool = WorkerPool(1)
+    await pool.warm(int)
+    ticks = 0
+    slow_done = anyio.Event()
+
+    async def ticker():
+        nonlocal ticks
+        while not slow_done.is_set():
+            ticks += 1
+            await anyio.sleep(0.01)
+
+    async def slow():
+        await pool.run(time.sleep, 1.0, timeout=30)
+        slow_done.set()
+
+    big = b"x" * (40 * INLINE_SEND_LIMIT)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(slow)
+        await anyio.sleep(0.05)
+        tg.start_soon(ticker)
+        assert await pool.run(_length, big, timeout=30) == len(big)
+    assert ticks >= 2
+    await pool.aclose()
+
+
+async def test_a_replacement_worker_runs_the_warm_up_before_its_first_check():
+    pool = WorkerPool(1)
+    await pool.warm(_set_warm_flag)
+    assert await pool.run(_read_warm_flag, timeout=30) is True
+    with pytest.raises(WorkerTimeout):
+        await pool.run(time.sleep, 60, timeout=0.5)
+    assert await pool.run(_read_warm_flag, timeout=30) is True
+    await pool.aclose()
+
+
+async def test_a_cancelled_caller_costs_its_worker_not_the_calls_behind_it():
+    pool = WorkerPool(1)
+    await pool.warm(int)
+    pid = await pool.run(os.getpid, timeout=30)
+    cancelled = []
+
+    async def cancelled_caller():
+        with anyio.move_on_after(0.5) as scope:
+            await pool.run(time.sleep, 60, timeout=30)
+        cancelled.append(scope.cancelled_caught)
+
+    assert await _queued_behind(pool, cancelled_caller) == 7
+    assert cancelled == [True]
+    assert await pool.run(os.getpid, timeout=30) != pid  # the sleeping worker was replaced
+    assert pool.timeouts == 0
+    await pool.aclose()
+
+
+async def test_closing_the_pool_ends_its_worker_processes():
+    pool = WorkerPool(2)
+    await pool.warm(int)
+    pids = set()
+    async with anyio.create_task_group() as tg:
+        for _ in range(4):
+            tg.start_soon(lambda: _collect_pid(pool, pids))
+    assert pids and os.getpid() not in pids
+    await pool.aclose()
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+async def _collect_pid(pool: WorkerPool, pids: set[int]) -> None:
+    await pool.run(time.sleep, 0.3, timeout=30)
+    pids.add(await pool.run(os.getpid, timeout=30))
 
 _warmed_here = False
 
