@@ -4,6 +4,7 @@ up does not hold back the model requests."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from typing import Any, Mapping
@@ -262,3 +263,5 @@ async def test_workers_warm_up_while_the_first_model_requests_are_answered(arith
     rows = (tmp_path / "w" / "details" / "fake" / "arith.jsonl").read_text().splitlines()
     # Every check ran in a worker whose warm-up had finished: checks wait for it.
     assert len(rows) == 40 and all('"worker_was_warm": true' in row for row in rows)
+    # The run closed its pool: no worker process outlives it.
+    assert multiprocessing.active_children() == []
