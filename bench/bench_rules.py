@@ -10,7 +10,8 @@ prose replies without a box, and wrong answers taken from other problems), is sc
 2. ``pool``: through ``WorkerPool`` (one worker per core; ``pool.warm(evaluator.warm_up)``
    first, as the pipeline does, not timed), ``--tasks`` concurrent tasks (default
    2 × workers) pulling from one shared iterator and awaiting
-   ``pool.run(evaluator.score_sample, pred, gold, {}, timeout=...)``.
+   ``pool.run(evaluator.score_sample, pred, gold, {}, timeout=..., key=gold)`` (keyed by
+   the reference, as the pipeline calls it).
 
 Then the pathological case: one prediction (default ``\\boxed{10^{10^{10^{10^{10}}}}}``
 against gold ``1``, which math-verify needs well over a minute to compare) is put in the
@@ -53,9 +54,10 @@ def build_pairs(count: int, path: Path = DATA) -> list[tuple[str, str]]:
 
     By ``(i + cycle) % 10``: 0-5 a boxed right answer inside a sentence, 6 a right answer
     in prose without a box, 7 a bare right answer, 8-9 a boxed answer of another problem
-    (mostly wrong). Up to 500 pairs every gold is different; past that a gold comes back
-    with another kind of prediction (sympy's cache then makes repeats cheaper, more so
-    in one process than split over workers, so keep ``count`` ≤ 500 for a fair speedup).
+    (mostly wrong). Up to 500 pairs every problem comes once (301 distinct answers: a
+    repeated one is parsed once per process, and the pool routes checks by reference);
+    past that a problem comes back with another kind of prediction, and caches favour
+    the single process more, so keep ``count`` ≤ 500 for a fair speedup.
     """
     answers = [json.loads(line)["answer"] for line in path.read_text().splitlines() if line]
     pairs = []
@@ -127,7 +129,8 @@ async def run_pool(pairs: list[tuple[str, str]], workers: int, tasks: int, timeo
         for i, (pred, gold) in shared:
             t = time.perf_counter()
             try:
-                detail = await pool.run(evaluator.score_sample, pred, gold, {}, timeout=timeout)
+                detail = await pool.run(evaluator.score_sample, pred, gold, {}, timeout=timeout,
+                                        key=gold)
                 correct[i] = bool(detail["correct"])
             except WorkerTimeout:
                 timed_out.append(i)

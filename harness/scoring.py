@@ -164,8 +164,10 @@ class Scorer:
             if self._warmed is not None and not self._warmed.is_set():
                 await self._warmed.wait()
             try:
+                # Keyed by the reference: a worker keeps the references it parsed.
                 detail = await self.pool.run(evaluator.score_sample, extracted, reference,
-                                             dict(row), timeout=evaluator.timeout)
+                                             dict(row), timeout=evaluator.timeout,
+                                             key=str(reference))
             except WorkerTimeout as exc:
                 return result("timeout", extracted, reference, False, str(exc))
         else:

@@ -30,7 +30,7 @@ import signal
 from collections import deque
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any, Callable, Hashable
 
 import anyio
 import anyio.to_thread
@@ -199,10 +199,12 @@ class WorkerPool:
         # first use, inside the event loop.
         self._slots: asyncio.Semaphore | None = None
 
-    async def run(self, fn: Callable[..., Any], *args: Any, timeout: float) -> Any:
+    async def run(self, fn: Callable[..., Any], *args: Any, timeout: float,
+                  key: Hashable = None) -> Any:
         """``fn(*args)`` in a worker; ``WorkerTimeout`` if it runs over ``timeout`` s
         (counted from when the worker starts it), ``WorkerCrashed`` if its worker dies;
-        ``fn``'s own exception if it raises."""
+        ``fn``'s own exception if it raises. Calls with the same ``key`` go to the same
+        worker while that keeps every worker busy (so its caches serve them)."""
         call = _Call(pickle.dumps((fn, args), pickle.HIGHEST_PROTOCOL), timeout)
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.size * self.depth)
@@ -210,7 +212,7 @@ class WorkerPool:
             try:
                 while not call.done:
                     if call.worker is None:
-                        await self._place(call)
+                        await self._place(call, key)
                     else:
                         await call.changed.wait()
             finally:
@@ -257,11 +259,20 @@ class WorkerPool:
             worker.send_now(_Call(self._warm_up, math.inf))  # an empty pipe: cannot block
         return worker
 
-    async def _place(self, call: _Call) -> None:
-        """Send ``call`` to the least loaded worker, starting one if there is room."""
-        worker = min(self._workers, key=lambda w: len(w.calls), default=None)
-        if worker is None or (worker.calls and len(self._workers) < self.size):
+    async def _place(self, call: _Call, key: Hashable) -> None:
+        """Send ``call`` to the worker ``key`` maps to if it has room and no other worker
+        is idle, else to the least loaded one, starting a worker while there are fewer
+        than ``size``."""
+        workers = self._workers
+        least = min(workers, key=lambda w: len(w.calls), default=None)
+        if least is None or (least.calls and len(workers) < self.size):
             worker = self._start()
+        elif key is None:
+            worker = least
+        else:
+            worker = workers[hash(key) % len(workers)]
+            if len(worker.calls) >= self.depth or (worker.calls and not least.calls):
+                worker = least
         await self._send(worker, call)
 
     async def _send(self, worker: _Worker, call: _Call) -> None:

@@ -374,3 +374,31 @@ def test_math_verify_warm_up_checks_parse_and_compare_as_real_checks_do() -> Non
     outcomes = [bool(evaluator.score_sample(pred, gold)["correct"]) for pred, gold in pairs]
     wrong = [pairs[k] for k, ok in enumerate(outcomes) if ok != (k % 4 != 3)]
     assert wrong == []
+
+
+def test_math_verify_parses_each_reference_once_per_process(monkeypatch) -> None:
+    """References repeat (replicas, common answers): a parsed one is reused; one that
+    could not be parsed is tried again, since a parse can time out on a busy machine."""
+    import math_verify
+
+    from harness.evaluators import math_verify as mv
+
+    mv._parsed_gold.cache_clear()
+    seen: list[str] = []
+    real_parse = math_verify.parse
+
+    def counting_parse(text, *args, **kwargs):
+        seen.append(text)
+        return real_parse(text, *args, **kwargs)
+
+    monkeypatch.setattr(math_verify, "parse", counting_parse)
+    evaluator = MATHVerifyEvaluator()
+    replies = ["The answer is $\\boxed{\\frac{3}{7}}$.", "So $\\boxed{0.5}$.", "\\frac{6}{14}"]
+    assert [evaluator.score_sample(r, "\\frac{3}{7}")["correct"] for r in replies] \
+        == [True, False, True]
+    assert seen.count("\\boxed{\\frac{3}{7}}") == 1  # the reference, parsed once
+    seen.clear()
+    for _ in range(2):
+        detail = evaluator.score_sample("\\boxed{1}", "}{")
+        assert detail["correct"] is False and "could not be parsed" in detail["error"]
+    assert seen.count("\\boxed{}{}") == 2

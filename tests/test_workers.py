@@ -219,6 +219,31 @@ async def _collect_pid(pool: WorkerPool, pids: set[int]) -> None:
     await pool.run(time.sleep, 0.3, timeout=30)
     pids.add(await pool.run(os.getpid, timeout=30))
 
+
+async def test_calls_with_one_key_share_a_worker_unless_another_worker_would_idle():
+    pool = WorkerPool(2)
+    await pool.warm(int)
+    # Two keys the pool maps to different workers (it maps by hash).
+    a = "key-0"
+    b = next(k for k in (f"key-{i}" for i in range(1, 100)) if hash(k) % 2 != hash(a) % 2)
+    # One call at a time (both workers idle each time): a key always lands on its worker.
+    by_key = {key: {await pool.run(os.getpid, timeout=30, key=key) for _ in range(6)}
+              for key in (a, b)}
+    assert [len(pids) for pids in by_key.values()] == [1, 1]
+    assert by_key[a] != by_key[b]
+    # While a long call occupies a's worker, another call keyed a goes to the idle one.
+    other = {}
+
+    async def long_call():
+        await pool.run(time.sleep, 1.0, timeout=30, key=a)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(long_call)
+        await anyio.sleep(0.2)
+        other["pid"] = await pool.run(os.getpid, timeout=30, key=a)
+    assert {other["pid"]} == by_key[b]
+    await pool.aclose()
+
 _warmed_here = False
 
 
