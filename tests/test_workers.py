@@ -290,3 +290,27 @@ async def test_workers_warm_up_while_the_first_model_requests_are_answered(arith
     assert len(rows) == 40 and all('"worker_was_warm": true' in row for row in rows)
     # The run closed its pool: no worker process outlives it.
     assert multiprocessing.active_children() == []
+
+
+async def test_a_check_that_hangs_is_one_timeout_sample_and_the_run_finishes(arith, tmp_path):
+    """math-verify's own alarms pushed out to an hour (as for a hang inside C code): the
+    pool's limit stops the one pathological check; every other sample is scored."""
+    def reply(body: dict[str, Any]) -> str:
+        question = body["messages"][-1]["content"]
+        if question.startswith("What is 5 +"):
+            return "So the answer is $\\boxed{10^{10^{10^{10^{10}}}}}$."
+        a = int(question.split()[2])
+        return f"The answer is $\\boxed{{{2 * a + 1}}}$."
+
+    evaluator = dict(type=harness.MATHVerifyEvaluator, parse_timeout=3600,
+                     verify_timeout=3600, timeout=2)
+    dataset = arith_dataset(arith, evaluator)
+    dataset["eval_cfg"].pop("pred_postprocessor")  # math-verify reads the whole reply
+    async with FakeOpenAI(responder=reply) as srv:
+        report = await harness.evaluate(datasets=[dataset], models=[model_cfg(srv.base_url)],
+                                        work_dir=tmp_path / "w")
+    result = report.result("arith")
+    assert result["counts"] == {"ok": 39, "timeout": 1}
+    assert result["correct"] == 39
+    rows = (tmp_path / "w" / "details" / "fake" / "arith.jsonl").read_text().splitlines()
+    assert '"status": "timeout"' in rows[5] and "exceeded 2 s" in rows[5]
