@@ -137,10 +137,10 @@ class _Worker:
         self.loop.add_reader(self.conn.fileno(), self._readable)
 
     def send_now(self, call: _Call) -> None:
-        """Write ``call`` to the worker's pipe and hold it (the caller makes sure the
-        write cannot block: a small payload, or an idle worker, or a thread)."""
-        self.conn.send_bytes(call.payload)
+        """Hold ``call`` and write it to the worker's pipe; the caller makes sure the
+        write cannot block (a small payload, or an empty pipe)."""
         self.hold(call)
+        self.conn.send_bytes(call.payload)
 
     def hold(self, call: _Call) -> None:
         """Record ``call`` as sent; it starts now if nothing runs before it."""
@@ -195,6 +195,7 @@ class WorkerPool:
         self.timeouts = 0
         self._workers: list[_Worker] = []
         self._warm_up: bytes | None = None
+        self._closed = False
         # Calls in workers at once; a caller past it waits here, untimed. Created on
         # first use, inside the event loop.
         self._slots: asyncio.Semaphore | None = None
@@ -246,7 +247,8 @@ class WorkerPool:
                 raise call.value
 
     async def aclose(self) -> None:
-        """Kill every worker (a running check is abandoned)."""
+        """Kill every worker (a running check is abandoned); later calls fail."""
+        self._closed = True
         workers, self._workers = self._workers, []
         for worker in workers:
             self._lost(worker, crashed=False)
@@ -263,6 +265,8 @@ class WorkerPool:
         """Send ``call`` to the worker ``key`` maps to if it has room and no other worker
         is idle, else to the least loaded one, starting a worker while there are fewer
         than ``size``."""
+        if self._closed:
+            raise RuntimeError("the worker pool is closed")
         workers = self._workers
         least = min(workers, key=lambda w: len(w.calls), default=None)
         if least is None or (least.calls and len(workers) < self.size):
@@ -276,15 +280,30 @@ class WorkerPool:
         await self._send(worker, call)
 
     async def _send(self, worker: _Worker, call: _Call) -> None:
-        if len(call.payload) <= INLINE_SEND_LIMIT and not worker.sending.locked():
-            worker.send_now(call)  # a few small calls fit in the pipe's buffer
-            return
-        async with worker.sending:
-            while worker.calls and worker.alive:  # wait until the worker reads its pipe
-                await worker.calls[-1].changed.wait()
-            if worker.alive:
-                await anyio.to_thread.run_sync(worker.send_now, call)
-            # else: call.worker stays None and its caller places it again
+        """Hold ``call`` on ``worker`` and write it to the pipe; a big payload waits for
+        an idle worker and is written from a thread. The call is held before it is
+        written, so its reply always finds it."""
+        try:
+            if len(call.payload) <= INLINE_SEND_LIMIT and not worker.sending.locked():
+                worker.send_now(call)  # a few small calls fit in the pipe's buffer
+                return
+            async with worker.sending:
+                while worker.calls and worker.alive:  # until the worker reads its pipe
+                    await worker.calls[-1].changed.wait()
+                if worker.alive:
+                    worker.hold(call)
+                    await anyio.to_thread.run_sync(worker.conn.send_bytes, call.payload)
+                # else: call.worker stays None and its caller places it again
+        except OSError:  # the worker died; the reader may not have seen it yet
+            # This call never reached it: its caller places it again. (It is the last
+            # one held; the one running, if any, failed with the worker.)
+            if call in worker.calls:
+                worker.calls.remove(call)
+                if call.timer is not None:
+                    call.timer.cancel()
+                    call.timer = None
+                call.worker = None
+            self._lost(worker, crashed=True)
 
     def _expire(self, worker: _Worker, call: _Call) -> None:
         """A call's time limit passed while its worker ran it."""

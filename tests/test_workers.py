@@ -314,3 +314,17 @@ async def test_a_check_that_hangs_is_one_timeout_sample_and_the_run_finishes(ari
     assert result["correct"] == 39
     rows = (tmp_path / "w" / "details" / "fake" / "arith.jsonl").read_text().splitlines()
     assert '"status": "timeout"' in rows[5] and "exceeded 2 s" in rows[5]
+
+
+async def test_a_call_sent_to_a_worker_that_just_died_is_placed_again():
+    """The worker dies between two calls, before the event loop notices: the write
+    fails, and the call goes to a replacement instead of failing."""
+    pool = WorkerPool(1)
+    await pool.warm(int)
+    pid = await pool.run(os.getpid, timeout=30)
+    os.kill(pid, 9)
+    pool._workers[0].process.join(5)  # gone, and the event loop has not run since
+    assert await pool.run(os.getpid, timeout=30) != pid
+    await pool.aclose()
+    with pytest.raises(RuntimeError, match="closed"):
+        await pool.run(os.getpid, timeout=30)
