@@ -37,6 +37,8 @@ import anyio.to_thread
 
 #: Calls each worker holds at once: one running, the rest waiting in its pipe.
 DEPTH = 2
+#: Workers dying one after another during their warm-up before calls give up.
+MAX_WARM_UP_CRASHES = 3
 #: A call pickled larger than this is sent from a thread, and only to an idle worker, so
 #: a full pipe never blocks the event loop (a busy worker does not read its pipe).
 INLINE_SEND_LIMIT = 32 * 1024
@@ -56,6 +58,7 @@ def _serve(conn: Connection) -> None:
     back ``(ok, value)``; exit when the parent closes its end (or dies)."""
     # Ctrl-C reaches the whole process group; the parent decides when workers stop.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent()
     tuned = False
     while True:
         try:
@@ -65,8 +68,11 @@ def _serve(conn: Connection) -> None:
         try:
             fn, args = pickle.loads(request)
             reply: tuple[bool, Any] = (True, fn(*args))
-        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the caller
+        except Exception as exc:  # noqa: BLE001 - every failure goes back to the caller
             reply = (False, exc)
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, a timeout signal, ...
+            # Re-raised in the parent, these would end the whole run, not one sample.
+            reply = (False, RuntimeError(f"{type(exc).__name__}: {exc}"))
         try:
             payload = pickle.dumps(reply, pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - an unpicklable result or exception
@@ -85,12 +91,31 @@ def _serve(conn: Connection) -> None:
             tuned = True
 
 
+def _exit_with_parent() -> None:
+    """Exit when the parent process dies, even in the middle of a hung check (a worker
+    otherwise notices only at its next read, and keeps the parent's stdout open)."""
+    import threading
+    from multiprocessing.connection import wait
+
+    parent = multiprocessing.parent_process()
+    if parent is None:  # pragma: no cover - always set in a spawned worker
+        return
+
+    def watch() -> None:
+        wait([parent.sentinel])
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 @dataclass(eq=False)
 class _Call:
     """One ``fn(*args)`` on its way through a worker."""
 
     payload: bytes
     timeout: float
+    #: A warm-up (untimed; a worker that dies during it counts toward ``_warm_crashes``).
+    warm: bool = False
     done: bool = False
     ok: bool = False
     value: Any = None
@@ -171,6 +196,8 @@ class _Worker:
             ok, value = pickle.loads(reply)
         except Exception as exc:  # noqa: BLE001 - e.g. an exception type not importable here
             ok, value = False, RuntimeError(f"unreadable worker reply: {exc}")
+        if call.warm:
+            self.pool._warm_crashes = 0
         call.finish(ok, value)
 
     def stop(self) -> None:
@@ -187,17 +214,20 @@ class _Worker:
 
 class WorkerPool:
     """At most ``size`` worker processes running checks concurrently, each fed up to
-    ``depth`` calls at a time."""
+    ``depth`` calls at a time. Belongs to the event loop it is first used in."""
 
     def __init__(self, size: int | None = None, depth: int = DEPTH) -> None:
         self.size = size or os.cpu_count() or 1
         self.depth = depth
         self.timeouts = 0
         self._workers: list[_Worker] = []
-        self._warm_up: bytes | None = None
+        #: Every distinct warm-up given to ``warm``; a new worker runs them all first.
+        self._warm_ups: list[bytes] = []
+        #: Workers that died during a warm-up since one last finished (see ``_lost``).
+        self._warm_crashes = 0
         self._closed = False
-        # Calls in workers at once; a caller past it waits here, untimed. Created on
-        # first use, inside the event loop.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # Calls in workers at once; a caller past it waits here, untimed.
         self._slots: asyncio.Semaphore | None = None
 
     async def run(self, fn: Callable[..., Any], *args: Any, timeout: float,
@@ -206,6 +236,7 @@ class WorkerPool:
         (counted from when the worker starts it), ``WorkerCrashed`` if its worker dies;
         ``fn``'s own exception if it raises. Calls with the same ``key`` go to the same
         worker while that keeps every worker busy (so its caches serve them)."""
+        self._check_loop()
         call = _Call(pickle.dumps((fn, args), pickle.HIGHEST_PROTOCOL), timeout)
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.size * self.depth)
@@ -218,10 +249,12 @@ class WorkerPool:
                         await call.changed.wait()
             finally:
                 worker = call.worker
-                if not call.done and worker is not None and worker.alive:
-                    # Cancelled while a worker holds it: nobody would wait for it, and
-                    # calls queued behind it would wait on it. Replace the worker; the
-                    # calls it held are sent again by their callers.
+                if not call.done and worker is not None and worker.alive \
+                        and worker.calls and worker.calls[0] is call:
+                    # Cancelled while it runs: replace the worker rather than let the
+                    # calls behind it wait out its time limit; they are sent again by
+                    # their callers. A cancelled call still waiting in a pipe is left
+                    # there: it runs under its own timer and its reply is dropped.
                     self._lost(worker, crashed=False)
         if call.ok:
             return call.value
@@ -230,20 +263,25 @@ class WorkerPool:
     async def warm(self, warm_up: Callable[[], Any]) -> None:
         """Start every worker and run ``warm_up`` there, untimed (math-verify's imports
         sympy and builds its parser caches: seconds no sample's time limit should pay).
-        A worker started later to replace a killed one runs it too, before its first
-        check."""
-        self._warm_up = pickle.dumps((warm_up, ()), pickle.HIGHEST_PROTOCOL)
+        A worker started later, to replace a killed one, runs every warm-up first. The
+        same warm-up given twice runs once."""
+        self._check_loop()
+        payload = pickle.dumps((warm_up, ()), pickle.HIGHEST_PROTOCOL)
+        if payload in self._warm_ups:
+            return
+        self._warm_ups.append(payload)
         calls = []
         for worker in list(self._workers):
-            calls.append(call := _Call(self._warm_up, math.inf))
+            calls.append(call := _Call(payload, math.inf, warm=True))
             await self._send(worker, call)
         while len(self._workers) < self.size:
-            calls.append(self._start().calls[0])
+            calls.extend(self._start().calls)
         for call in calls:
-            # A worker lost meanwhile is replaced, warm-up first, when next needed.
             while not call.done and call.worker is not None and call.worker.alive:
                 await call.changed.wait()
-            if call.done and not call.ok:
+            # An error of the warm-up itself is raised; a worker that died meanwhile
+            # is replaced when next needed (and runs the warm-ups first).
+            if call.done and not call.ok and not isinstance(call.value, WorkerCrashed):
                 raise call.value
 
     async def aclose(self) -> None:
@@ -253,12 +291,22 @@ class WorkerPool:
         for worker in workers:
             self._lost(worker, crashed=False)
 
+    def _check_loop(self) -> None:
+        if self._closed:
+            raise RuntimeError("the worker pool is closed")
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        elif loop is not self._loop:
+            raise RuntimeError("a WorkerPool belongs to the event loop it was first used "
+                               "in; create one per event loop")
+
     def _start(self) -> _Worker:
-        """Start a worker; the warm-up, if there is one, is its first call."""
+        """Start a worker; its first calls are the warm-ups, if any."""
         worker = _Worker(self)
         self._workers.append(worker)
-        if self._warm_up is not None:
-            worker.send_now(_Call(self._warm_up, math.inf))  # an empty pipe: cannot block
+        for payload in self._warm_ups:
+            worker.send_now(_Call(payload, math.inf, warm=True))  # small: cannot block
         return worker
 
     async def _place(self, call: _Call, key: Hashable) -> None:
@@ -294,16 +342,18 @@ class WorkerPool:
                     worker.hold(call)
                     await anyio.to_thread.run_sync(worker.conn.send_bytes, call.payload)
                 # else: call.worker stays None and its caller places it again
-        except OSError:  # the worker died; the reader may not have seen it yet
-            # This call never reached it: its caller places it again. (It is the last
-            # one held; the one running, if any, failed with the worker.)
+        except OSError:
+            # The worker died and the reader has not seen it yet: replies may still be
+            # waiting in the pipe, so the reader settles its calls at EOF. This call
+            # never reached it: its caller places it again, on another worker.
             if call in worker.calls:
                 worker.calls.remove(call)
                 if call.timer is not None:
                     call.timer.cancel()
                     call.timer = None
                 call.worker = None
-            self._lost(worker, crashed=True)
+            if worker in self._workers:
+                self._workers.remove(worker)
 
     def _expire(self, worker: _Worker, call: _Call) -> None:
         """A call's time limit passed while its worker ran it."""
@@ -317,19 +367,28 @@ class WorkerPool:
     def _lost(self, worker: _Worker, *, crashed: bool) -> None:
         """Take ``worker`` out of the pool and kill it, then wake every call it held:
         after a crash the running call fails with ``WorkerCrashed``; every other call
-        not finished goes back to its caller to be sent again."""
+        not finished goes back to its caller to be sent again, unless workers keep
+        dying during their warm-up (then nothing would ever run: they fail too)."""
         worker.stop()
         if worker in self._workers:
             self._workers.remove(worker)
         calls = list(worker.calls)
         worker.calls.clear()
+        if crashed and calls and calls[0].warm:
+            self._warm_crashes += 1
+        hopeless = self._warm_crashes >= MAX_WARM_UP_CRASHES
         for i, call in enumerate(calls):
             if call.timer is not None:
                 call.timer.cancel()
                 call.timer = None
             if crashed and i == 0:
+                call.finish(False, WorkerCrashed(_CRASHED))
+            elif hopeless and not call.done:
                 call.finish(False, WorkerCrashed(
-                    "the rule worker process died during this check"))
+                    f"{self._warm_crashes} rule workers in a row died during their warm-up"))
             elif not call.done:
                 call.worker = None
                 call.notify()
+
+
+_CRASHED = "the rule worker process died during this check"

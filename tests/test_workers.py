@@ -4,9 +4,13 @@ up does not hold back the model requests."""
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any, Mapping
 
 import anyio
@@ -14,7 +18,8 @@ import pytest
 
 import harness
 from harness.testing import FakeOpenAI
-from harness.workers import INLINE_SEND_LIMIT, WorkerCrashed, WorkerPool, WorkerTimeout
+from harness.workers import (INLINE_SEND_LIMIT, MAX_WARM_UP_CRASHES, WorkerCrashed, WorkerPool,
+                             WorkerTimeout)
 
 from .helpers import arith_dataset, arith_reply, expected_correct, model_cfg
 
@@ -243,6 +248,141 @@ async def test_calls_with_one_key_share_a_worker_unless_another_worker_would_idl
         other["pid"] = await pool.run(os.getpid, timeout=30, key=a)
     assert {other["pid"]} == by_key[b]
     await pool.aclose()
+
+
+_warm_log: list[str] = []
+
+
+def _warm_a() -> None:
+    _warm_log.append("a")
+
+
+def _warm_b() -> None:
+    _warm_log.append("b")
+
+
+def _read_warm_log() -> list[str]:
+    return _warm_log
+
+
+def _crash_if_flagged(flag: str) -> None:
+    if os.path.exists(flag):
+        os._exit(9)
+
+
+def _system_exit() -> None:
+    raise SystemExit(3)
+
+
+def _sleep_then_pid(seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+async def test_a_replacement_runs_every_warm_up_once():
+    pool = WorkerPool(1)
+    await pool.warm(_warm_a)
+    await pool.warm(_warm_b)
+    await pool.warm(_warm_a)  # the same warm-up again: not run again
+    assert await pool.run(_read_warm_log, timeout=30) == ["a", "b"]
+    with pytest.raises(WorkerTimeout):
+        await pool.run(time.sleep, 60, timeout=0.5)
+    assert await pool.run(_read_warm_log, timeout=30) == ["a", "b"]
+    await pool.aclose()
+
+
+async def test_workers_that_die_in_their_warm_up_fail_the_call_instead_of_looping(tmp_path):
+    flag = tmp_path / "crash"
+    pool = WorkerPool(1)
+    await pool.warm(functools.partial(_crash_if_flagged, str(flag)))
+    flag.touch()  # from now on every new worker dies during its warm-up
+    with pytest.raises(WorkerTimeout):
+        await pool.run(time.sleep, 60, timeout=0.5)
+    with pytest.raises(WorkerCrashed, match=f"{MAX_WARM_UP_CRASHES} rule workers in a row"):
+        await pool.run(abs, -1, timeout=30)
+    flag.unlink()
+    assert await pool.run(abs, -1, timeout=30) == 1  # and it recovers
+    await pool.aclose()
+
+
+async def test_a_check_raising_system_exit_is_an_error_of_that_check_only():
+    pool = WorkerPool(1)
+    await pool.warm(int)
+    pid = await pool.run(os.getpid, timeout=30)
+    with pytest.raises(RuntimeError, match="SystemExit: 3"):
+        await pool.run(_system_exit, timeout=30)
+    assert await pool.run(os.getpid, timeout=30) == pid
+    await pool.aclose()
+
+
+async def test_cancelling_a_waiting_caller_leaves_the_running_check_alone():
+    pool = WorkerPool(1)
+    await pool.warm(int)
+    pid = await pool.run(os.getpid, timeout=30)
+    front = {}
+
+    async def running():
+        front["pid"] = await pool.run(_sleep_then_pid, 1.0, timeout=30)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(running)
+        await anyio.sleep(0.2)
+        with anyio.move_on_after(0.2):
+            await pool.run(abs, -1, timeout=30)  # queued behind, then cancelled
+    assert front == {"pid": pid}  # it finished in the worker it started in
+    assert await pool.run(os.getpid, timeout=30) == pid
+    await pool.aclose()
+
+
+def test_a_pool_refuses_a_second_event_loop():
+    pool = WorkerPool(1)
+
+    async def use() -> int:
+        return await pool.run(abs, -4, timeout=30)
+
+    try:
+        assert anyio.run(use) == 4
+        with pytest.raises(RuntimeError, match="event loop"):
+            anyio.run(use)
+    finally:
+        for worker in pool._workers:
+            worker.process.kill()
+            worker.process.join(5)
+
+
+def test_a_worker_exits_when_its_parent_dies_mid_check(tmp_path):
+    """The parent exits hard (a second Ctrl-C, SIGKILL) while a check hangs: the worker
+    must not outlive it."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, time, anyio\n"
+        "from harness.workers import WorkerPool\n"
+        "async def main():\n"
+        "    pool = WorkerPool(1)\n"
+        "    print(await pool.run(os.getpid, timeout=30), flush=True)\n"
+        "    async with anyio.create_task_group() as tg:\n"
+        "        tg.start_soon(lambda: pool.run(time.sleep, 60, timeout=120))\n"
+        "        await anyio.sleep(0.5)\n"
+        "        os._exit(130)\n"
+        "if __name__ == '__main__':\n"
+        "    anyio.run(main)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert done.returncode == 130, done.stderr
+    pid = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 10
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(pid)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting to be reaped is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 _warmed_here = False
 
