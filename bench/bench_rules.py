@@ -136,17 +136,19 @@ async def run_pool(pairs: list[tuple[str, str]], workers: int, tasks: int, timeo
                 timed_out.append(i)
             seconds[i] = time.perf_counter() - t
 
-    workers_cpu0, cpu0 = _children_cpu(), time.process_time()
-    start = time.perf_counter()
-    async with anyio.create_task_group() as tg:
-        for _ in range(tasks):
-            tg.start_soon(puller)
-    wall = time.perf_counter() - start
-    cpu_main = time.process_time() - cpu0
-    # Workers alive at both ends (a killed worker's CPU time is lost; a new one counts
-    # from zero).
-    workers_cpu1 = _children_cpu()
-    await pool.aclose()
+    try:
+        workers_cpu0, cpu0 = _children_cpu(), time.process_time()
+        start = time.perf_counter()
+        async with anyio.create_task_group() as tg:
+            for _ in range(tasks):
+                tg.start_soon(puller)
+        wall = time.perf_counter() - start
+        cpu_main = time.process_time() - cpu0
+        # Workers alive at both ends (a killed worker's CPU time is lost; a new one
+        # counts from zero).
+        workers_cpu1 = _children_cpu()
+    finally:
+        await pool.aclose()
     cpu_workers = sum(t - workers_cpu0.get(pid, 0.0) for pid, t in workers_cpu1.items())
     slow = sorted(range(len(pairs)), key=seconds.__getitem__, reverse=True)[:3]
     return {"wall": wall, "correct": correct, "timeouts": pool.timeouts, "warm": warm_s,
