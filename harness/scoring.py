@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-import anyio
 from anyio.abc import TaskGroup
 
 from .config import DatasetSpec
@@ -53,8 +52,6 @@ class Scorer:
         #: Whether ``score`` never waits (no worker processes): then callers score
         #: inline instead of going through a score stage.
         self.inline = self.pool is None
-        #: Set once every worker is warm (``start``); checks wait for it.
-        self._warmed: anyio.Event | None = None
 
     @property
     def judges(self) -> bool:
@@ -62,26 +59,21 @@ class Scorer:
         return self.mode != "infer" and any(j is not None for _, j, _ in self.plans.values())
 
     def start(self, tg: TaskGroup) -> None:
-        """Start the worker processes and warm them (imports, parser caches) as a task of
-        ``tg``. The first model requests go out meanwhile; only checks wait for it, so
-        that no sample's time limit pays for a worker's start-up."""
+        """Start the worker processes, each with the evaluators' warm-ups (imports,
+        parser caches) first in its pipe: checks queue behind them, untimed, while the
+        first model requests go out. A task of ``tg`` waits for the warm-ups, to stop
+        the run on a warm-up's own error (math-verify missing, say)."""
         if self.pool is None:
             return
-        self._warmed = anyio.Event()
-        tg.start_soon(self._warm, self.pool, self._warmed)
+        warm_ups = [d.evaluator.warm_up for d in self.datasets.values()
+                    if d.evaluator is not None and d.evaluator.needs_worker]
+        self.pool.start(*warm_ups)
+        tg.start_soon(self.pool.warm)
 
     async def aclose(self) -> None:
         """Stop the worker processes, if any."""
         if self.pool is not None:
             await self.pool.aclose()
-
-    async def _warm(self, pool: WorkerPool, warmed: anyio.Event) -> None:
-        try:
-            for dataset in self.datasets.values():
-                if dataset.evaluator is not None and dataset.evaluator.needs_worker:
-                    await pool.warm(dataset.evaluator.warm_up)
-        finally:
-            warmed.set()
 
     async def score(self, completion: Completion) -> SampleResult | JudgeTask:
         """Score one completion; never raises for a per-sample problem."""
@@ -161,8 +153,6 @@ class Scorer:
         if is_extraction_failure(extracted):
             return result("extract_failed", extracted, reference, False)
         if evaluator.needs_worker and self.pool is not None:
-            if self._warmed is not None and not self._warmed.is_set():
-                await self._warmed.wait()
             try:
                 # Keyed by the reference: a worker keeps the references it parsed.
                 detail = await self.pool.run(evaluator.score_sample, extracted, reference,

@@ -260,27 +260,33 @@ class WorkerPool:
             return call.value
         raise call.value
 
-    async def warm(self, warm_up: Callable[[], Any]) -> None:
-        """Start every worker and run ``warm_up`` there, untimed (math-verify's imports
-        sympy and builds its parser caches: seconds no sample's time limit should pay).
-        A worker started later, to replace a killed one, runs every warm-up first. The
-        same warm-up given twice runs once."""
+    def start(self, *warm_ups: Callable[[], Any]) -> None:
+        """Start every worker with ``warm_ups`` first in its pipe, so every check sent to
+        it waits behind them, untimed (math-verify's imports sympy and builds its parser
+        caches: seconds no sample's time limit should pay). A worker started later, to
+        replace a killed one, runs every warm-up first too. A warm-up given twice runs
+        once. Returns at once; ``warm`` also waits for them."""
         self._check_loop()
-        payload = pickle.dumps((warm_up, ()), pickle.HIGHEST_PROTOCOL)
-        if payload in self._warm_ups:
-            return
-        self._warm_ups.append(payload)
-        calls = []
-        for worker in list(self._workers):
-            calls.append(call := _Call(payload, math.inf, warm=True))
-            await self._send(worker, call)
+        for warm_up in warm_ups:
+            payload = pickle.dumps((warm_up, ()), pickle.HIGHEST_PROTOCOL)
+            if payload in self._warm_ups:
+                continue
+            self._warm_ups.append(payload)
+            for worker in self._workers:
+                worker.send_now(_Call(payload, math.inf, warm=True))  # small: cannot block
         while len(self._workers) < self.size:
-            calls.extend(self._start().calls)
+            self._start()
+
+    async def warm(self, *warm_ups: Callable[[], Any]) -> None:
+        """``start``, then wait until every worker has run its warm-ups; an error of a
+        warm-up itself is raised."""
+        self.start(*warm_ups)
+        calls = [call for worker in self._workers for call in worker.calls if call.warm]
         for call in calls:
             while not call.done and call.worker is not None and call.worker.alive:
                 await call.changed.wait()
-            # An error of the warm-up itself is raised; a worker that died meanwhile
-            # is replaced when next needed (and runs the warm-ups first).
+            # A worker that died meanwhile is replaced when next needed (and runs the
+            # warm-ups first).
             if call.done and not call.ok and not isinstance(call.value, WorkerCrashed):
                 raise call.value
 
