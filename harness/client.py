@@ -11,10 +11,11 @@ handling. See ``harness.transport`` for the two transports.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from .errors import ModelCallError
+from .prompt import as_text
 from .records import ModelSpec
 from .retry import BadResponse, CallStats, RetryPolicy, classify
 from .transport import make_transport
@@ -24,7 +25,12 @@ Logprobs = tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...]
 
 @dataclass(frozen=True, slots=True)
 class CallResult:
-    """A usable reply: text, finish reason, token usage and optional logprobs."""
+    """A usable reply: text, finish reason, token usage, optional logprobs and reasoning.
+
+    ``reasoning`` is what a server sent apart from the answer (``reasoning_content``):
+    kept and shown, never scored. ``empty`` marks a reply whose answer stayed empty
+    after its retries: the model's real output, scored as an extraction failure.
+    """
 
     text: str
     finish_reason: str | None
@@ -32,15 +38,19 @@ class CallResult:
     completion_tokens: int
     attempts: int
     logprobs: Logprobs | None = None
+    reasoning: str | None = None
+    empty: bool = False
 
 
 class ModelClient:
     """One endpoint's client; share it between all concurrent calls to that endpoint."""
 
     def __init__(self, spec: ModelSpec, *, concurrency: int = 64,
-                 policy: RetryPolicy | None = None, limiter: Any = None,
+                 policy: RetryPolicy | None = None,
                  limit_slots: bool = True, counts: Any = None) -> None:
         import anyio
+
+        from .ratelimit import pacer
 
         self.spec = spec
         self.stats = CallStats()
@@ -48,9 +58,9 @@ class ModelClient:
         # there are callers, such as the embedded model, gets no more requests than it
         # can serve at once. Callers that never outnumber the slots skip it (it costs).
         self._slots = anyio.CapacityLimiter(concurrency) if limit_slots else None
-        # An optional ``harness.judge.ratelimit.RateLimiter``: every attempt takes a
-        # paced slot, and a 429 pauses the pacing for everyone, not just the caller.
-        self.limiter = limiter
+        # With ``rpm``/``tpm`` set, every attempt takes a paced slot of this
+        # ``harness.ratelimit.RateLimiter``, and a 429 pauses the pacing for every caller.
+        self.limiter = pacer(spec.rpm, spec.tpm)
         self.policy = policy or RetryPolicy(max_attempts=spec.max_attempts)
         # Optional progress counters (``in_flight``): requests actually on the wire,
         # not callers waiting for a slot or a retry.
@@ -67,14 +77,24 @@ class ModelClient:
         await self._transport.aclose()
 
     async def complete(self, messages: Sequence[Mapping[str, str]],
-                       gen_params: Mapping[str, Any]) -> CallResult:
-        """One chat completion, retried by the policy; raises ``ModelCallError`` for good."""
-        body = {"model": self.spec.model, "messages": list(messages), **gen_params}
+                       gen_params: Mapping[str, Any], api: str = "chat") -> CallResult:
+        """One completion, retried by the policy; raises ``ModelCallError`` for good.
+
+        ``api='chat'`` posts the messages to ``/chat/completions``; ``'completions'``
+        posts ``as_text(messages)`` as the prompt to ``/completions``.
+        """
+        if api == "completions":
+            path = "/completions"
+            body = {"model": self.spec.model, "prompt": as_text(messages), **gen_params}
+        else:
+            path = "/chat/completions"
+            body = {"model": self.spec.model, "messages": list(messages), **gen_params}
         max_tokens = gen_params.get("max_tokens") or gen_params.get("max_completion_tokens")
         estimate = 0
-        if self.limiter is not None:  # a token budget to pace by (the judge's)
+        if self.limiter is not None:  # a token budget to pace by
             estimate = (sum(len(m.get("content") or "") for m in messages) // 4
                         + int(max_tokens or 0))
+        truncations = 0
 
         async def attempt() -> CallResult:
             async with self._slots:
@@ -86,7 +106,7 @@ class ModelClient:
             if self._counts is not None:
                 self._counts.in_flight += 1
             try:
-                data = await self._transport.post(body)
+                data = await self._transport.post(body, path)
             except Exception as exc:
                 info = classify(exc)
                 if self.limiter is not None and info.kind == "rate_limit":
@@ -96,7 +116,15 @@ class ModelClient:
             finally:
                 if self._counts is not None:
                     self._counts.in_flight -= 1
-            result = _read(data, max_tokens)  # BadResponse (retried) if malformed
+            try:
+                result = _read(data, max_tokens)  # BadResponse (retried) if malformed
+            except SuspectTruncation as exc:
+                # One more try for a reply cut short; cut short again, it is the answer.
+                nonlocal truncations
+                truncations += 1
+                if truncations == 1:
+                    raise
+                result = exc.result
             if self.limiter is not None:
                 actual = result.prompt_tokens + result.completion_tokens
                 if actual:
@@ -107,9 +135,10 @@ class ModelClient:
             result, tries = await self.policy.call(send if self._slots is None else attempt,
                                                    self.stats, self._description)
         except ModelCallError as exc:
-            # Still cut short after every attempt: that is the server's real answer
-            # (a context-length stop, say), so keep it rather than lose the sample.
-            if not isinstance(exc.__cause__, SuspectTruncation):
+            # Still cut short or empty after the retries: that is the model's real
+            # answer (a context-length stop, nothing to say), so keep it rather than
+            # lose the sample.
+            if not isinstance(exc.__cause__, UsableReply):
                 # A server may echo the request, key included: it never leaves in a
                 # message (and the raw cause, which could hold it, is dropped).
                 raise type(exc)(self.redact(str(exc)), kind=exc.kind, status=exc.status,
@@ -118,7 +147,8 @@ class ModelClient:
         self.stats.prompt_tokens += result.prompt_tokens
         self.stats.completion_tokens += result.completion_tokens
         return CallResult(result.text, result.finish_reason, result.prompt_tokens,
-                          result.completion_tokens, tries, result.logprobs)
+                          result.completion_tokens, tries, result.logprobs, result.reasoning,
+                          result.empty)
 
     async def list_models(self) -> list[str]:
         """The model names the endpoint serves (``GET /models``), under the same policy."""
@@ -137,36 +167,65 @@ class ModelClient:
         return text.replace(key, "***") if key and len(key) >= 4 else text
 
 
-class SuspectTruncation(BadResponse):
+class UsableReply(BadResponse):
+    """A reply worth asking again, but the model's answer if it stays this way."""
+
+    def __init__(self, message: str, result: CallResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class SuspectTruncation(UsableReply):
     """``finish_reason='length'`` before ``max_tokens`` was reached: a reply cut short by
     a server hiccup, worth one more try (a real length stop uses all ``max_tokens``)."""
 
     def __init__(self, result: CallResult) -> None:
-        super().__init__("the reply stopped for length before max_tokens")
-        self.result = result
+        super().__init__("the reply stopped for length before max_tokens", result)
+
+
+class EmptyReply(UsableReply):
+    """An answer of ``""`` (a proxy fault, or a reasoning model that put everything in
+    ``reasoning_content``): retried like a malformed reply."""
+
+    def __init__(self, result: CallResult) -> None:
+        super().__init__("the reply's content is empty", replace(result, empty=True))
 
 
 def _read(data: Any, max_tokens: int | None) -> CallResult:
-    """The usable parts of a reply; ``BadResponse`` for anything malformed."""
+    """The usable parts of a chat or text completion; ``BadResponse`` for anything
+    malformed, ``UsableReply`` for one worth asking again."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise BadResponse("the response has no choices")
     choice = choices[0]
     message = choice.get("message")
-    if not isinstance(message, dict) or (message.get("content") is None
-                                         and not message.get("refusal")):
+    if "text" in choice and message is None:  # /completions
+        text, reasoning = choice.get("text"), None
+    elif isinstance(message, dict):
+        text = message.get("content") if message.get("content") is not None \
+            else message.get("refusal")
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
+    else:
+        text = reasoning = None
+    if not isinstance(text, str) or (reasoning is not None and not isinstance(reasoning, str)):
         raise BadResponse("the response message has no content")
     try:
         usage = data.get("usage") or {}
-        result = CallResult(str(message.get("content") or ""), choice.get("finish_reason"),
+        result = CallResult(text, choice.get("finish_reason"),
                             int(usage.get("prompt_tokens") or 0),
-                            int(usage.get("completion_tokens") or 0), 0, _logprobs(choice))
+                            int(usage.get("completion_tokens") or 0), 0, _logprobs(choice),
+                            reasoning or None)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise BadResponse(f"malformed usage or logprobs: {exc!r}") from exc
-    if result.finish_reason == "length" and max_tokens:
-        used = usage.get("completion_tokens")
-        if used is not None and used < int(max_tokens):
-            raise SuspectTruncation(result)
+    length_stop = result.finish_reason == "length" and max_tokens
+    used = usage.get("completion_tokens")
+    early = length_stop and used is not None and used < int(max_tokens)
+    if not text.strip() and not (length_stop and not early):
+        # A real length stop that left no answer (all reasoning) is the model's output;
+        # any other empty answer may be a fault.
+        raise EmptyReply(result)
+    if early:
+        raise SuspectTruncation(result)
     return result
 
 

@@ -28,7 +28,11 @@ def content_key(kind: str, **parts: Any) -> str:
 
 
 def prediction_key(identity: Mapping[str, Any], messages: Sequence[Mapping[str, str]],
-                   gen_params: Mapping[str, Any], replica: int) -> str:
-    """Key of one model prediction: model identity, generation params, messages, replica."""
+                   gen_params: Mapping[str, Any], replica: int, api: str = "chat") -> str:
+    """Key of one model prediction: model identity, generation params, messages, replica,
+    and the endpoint (only when it is not chat, so chat keys stay what they were)."""
+    if api != "chat":
+        return content_key("prediction", model=identity, gen=gen_params,
+                           messages=list(messages), replica=replica, api=api)
     return content_key("prediction", model=identity, gen=gen_params,
                        messages=list(messages), replica=replica)

@@ -12,6 +12,10 @@ The API key: the environment variable named by ``--api-key-env`` (or a model's
 ``api_key_env``), else a model's ``key``/``api_key`` (``'ENV'`` means
 ``$OPENAI_API_KEY``, as in OpenCompass), else ``$HARNESS_API_KEY``, else
 ``$OPENAI_API_KEY``. Keys live only in memory.
+
+Pacing: ``rpm``/``tpm`` (or OpenCompass's ``query_per_second``) and ``concurrency`` limit
+a model's calls exactly as they limit a judge's: the same ``RateLimiter`` in the same
+``ModelClient``.
 """
 
 from __future__ import annotations
@@ -93,7 +97,38 @@ def model_spec(cfg: Mapping[str, Any], where: str, overrides: ModelOverrides = M
                          or cfg.get("retry") or 6),
         concurrency=cfg.get("concurrency"),
         transport=_transport(cfg, where),
+        api=_api(cfg, where),
+        rpm=_rate(cfg, "rpm", where),
+        tpm=_rate(cfg, "tpm", where),
     )
+
+
+def _api(cfg: Mapping[str, Any], where: str) -> Any:
+    api = cfg.get("api", "chat")
+    if api not in ("chat", "completions", "auto"):
+        raise ConfigError("api must be 'chat', 'completions' or 'auto'", field=f"{where}.api")
+    return api
+
+
+def _rate(cfg: Mapping[str, Any], name: str, where: str) -> float | None:
+    """``rpm``/``tpm`` as a positive number; OpenCompass's ``query_per_second`` is
+    read as ``rpm = 60 × qps``."""
+    value, field = cfg.get(name), name
+    if value is None and name == "rpm" and cfg.get("query_per_second") is not None:
+        value, field = 60.0 * _number(cfg["query_per_second"], f"{where}.query_per_second"), \
+            "query_per_second"
+    if value is None:
+        return None
+    value = _number(value, f"{where}.{field}")
+    if value <= 0:
+        raise ConfigError("must be a positive number", field=f"{where}.{field}")
+    return value
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"must be a number, not {value!r}", field=where)
+    return float(value)
 
 
 def _transport(cfg: Mapping[str, Any], where: str) -> str:

@@ -184,15 +184,16 @@ class Pipeline:
     def _samples(self, model: ModelSpec, dataset: DatasetSpec):  # -> Iterator[Sample]
         gen_params = {**model.gen_params, **dataset.gen_params}
         identity = model.identity()
+        api = endpoint_api(model, dataset)
         for index, line, row in selected_rows(dataset, self.options.limit):
             check_row(dataset, row, line)  # validated before the run; the file may change
             values = {column: row[column] for column in dataset.input_columns}
             messages = dataset.template.render(values)
             reference = row.get(dataset.output_column) if dataset.output_column else None
             for replica in range(dataset.n):
-                key = prediction_key(identity, messages, gen_params, replica)
+                key = prediction_key(identity, messages, gen_params, replica, api)
                 yield Sample(dataset.abbr, model.abbr, index, replica, row, reference,
-                             messages, key, gen_params)
+                             messages, key, gen_params, api)
 
     async def _route(self, batch: list[Sample], model_send: ObjectSendStream[Sample],
                      score_send: ObjectSendStream[Completion],
@@ -225,7 +226,8 @@ class Pipeline:
                 client = self.clients[sample.model]
                 try:
                     # A PermanentModelError (bad key, unknown model) ends the run here.
-                    result = await client.complete(sample.messages, sample.gen_params)
+                    result = await client.complete(sample.messages, sample.gen_params,
+                                                   sample.api)
                 except ModelCallError as exc:
                     if isinstance(exc, PermanentModelError):
                         raise
@@ -335,6 +337,14 @@ class Pipeline:
     def call_stats(self) -> dict[str, dict[str, Any]]:
         """Request, retry and token counters per model."""
         return {abbr: vars(client.stats).copy() for abbr, client in self.clients.items()}
+
+
+def endpoint_api(model: ModelSpec, dataset: DatasetSpec) -> Literal["chat", "completions"]:
+    """The endpoint ``model`` answers ``dataset`` on: its ``api``, where ``auto`` means
+    completions for a text prompt and chat for messages."""
+    if model.api == "completions" or (model.api == "auto" and dataset.template.kind == "text"):
+        return "completions"
+    return "chat"
 
 
 # The fast paths below skip anyio's checkpoint (a full trip round the event loop) when

@@ -1,4 +1,10 @@
-"""Prompt templates: ``RawPromptTemplate`` (chat messages) and ``PromptTemplate`` (rounds).
+"""Prompt templates: ``RawPromptTemplate`` (chat messages) and ``PromptTemplate`` (a text
+prompt, or rounds).
+
+A template renders chat messages. Its ``kind`` says what it was written as: ``chat``
+(messages, rounds) or ``text`` (a plain string, the completion-style prompt that base
+models are evaluated with). A model with ``api='auto'`` sends a ``text`` prompt to the
+completions endpoint; :func:`as_text` flattens messages into such a prompt.
 
 Placeholders are ``{name}`` and are filled in ONE pass: a value that itself contains
 ``{answer}`` is pasted as data and never expanded again (OpenCompass fills templates by
@@ -10,12 +16,15 @@ stays exactly as written.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Literal, Mapping, Sequence
 
 #: The one placeholder syntax: ``{name}``.
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 Messages = tuple[dict[str, str], ...]
+
+#: What a template was written as: chat messages or one plain text prompt.
+PromptKind = Literal["chat", "text"]
 
 #: OpenCompass round roles → OpenAI chat roles.
 _ROLE_MAP = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system",
@@ -35,8 +44,16 @@ def fill(template: str, values: Mapping[str, Any]) -> str:
     return PLACEHOLDER.sub(sub, template)
 
 
+def as_text(messages: Sequence[Mapping[str, str]]) -> str:
+    """The completion prompt for ``messages``: their non-empty contents joined by newlines,
+    as OpenCompass joins a dialogue for a model without a meta template."""
+    return "\n".join(m["content"] for m in messages if m["content"])
+
+
 class RawPromptTemplate:
     """A list of chat messages (``{'role': ..., 'content': ...}``) with placeholders."""
+
+    kind: PromptKind = "chat"
 
     def __init__(self, messages: Iterable[Mapping[str, str]], **_ignored: Any) -> None:
         self.messages: Messages = tuple(_normalize(m) for m in messages)
@@ -52,12 +69,14 @@ class RawPromptTemplate:
 class PromptTemplate(RawPromptTemplate):
     """OpenCompass's ``PromptTemplate``: a plain string, or ``dict(begin=..., round=[...])``.
 
-    A string becomes one user message; rounds map ``HUMAN``/``BOT``/``SYSTEM`` roles to
+    A string is a ``text`` prompt: sent as is to a completions endpoint, or as one user
+    message to a chat endpoint. Rounds map ``HUMAN``/``BOT``/``SYSTEM`` roles to
     ``user``/``assistant``/``system`` and take their text from ``prompt``.
     """
 
     def __init__(self, template: str | Mapping[str, Any], **_ignored: Any) -> None:
         if isinstance(template, str):
+            self.kind = "text"
             messages: list[Mapping[str, str]] = [{"role": "user", "content": template}]
         else:
             messages = [*template.get("begin", []), *template.get("round", [])]

@@ -13,6 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
+#: Which endpoint a model is called on: ``chat`` (``/chat/completions``, messages),
+#: ``completions`` (``/completions``, a text prompt) or ``auto`` (completions for a
+#: dataset whose prompt is a text template, chat otherwise).
+ModelAPI = Literal["chat", "completions", "auto"]
+
 #: Outcome of one model call. ``error`` calls are retried on the next run.
 CompletionStatus = Literal["ok", "error"]
 
@@ -41,7 +46,9 @@ class ModelSpec:
     """One OpenAI-compatible endpoint and the generation parameters sent to it.
 
     ``api_key`` is held in memory only: it is excluded from ``identity()`` (so it never
-    reaches the store or a key) and from ``repr``.
+    reaches the store or a key) and from ``repr``. ``rpm``/``tpm`` pace the calls
+    (requests and tokens per minute) and ``concurrency`` caps the calls in flight, for a
+    model under evaluation as for a judge.
     """
 
     abbr: str
@@ -54,6 +61,9 @@ class ModelSpec:
     concurrency: int | None = None
     endpoint_id: str | None = None
     transport: str = "aiohttp"
+    api: ModelAPI = "chat"
+    rpm: float | None = None
+    tpm: float | None = None
 
     def identity(self) -> dict[str, Any]:
         """What identifies this model's outputs: the endpoint and the model name.
@@ -69,7 +79,8 @@ class Sample:
     """One dataset row, rendered for one model and one replica.
 
     ``key`` is the prediction key (see ``harness.keys``): identical keys share one stored
-    prediction, which is what makes resume and re-scoring free.
+    prediction, which is what makes resume and re-scoring free. ``api`` is the endpoint
+    the prompt goes to: ``chat`` (the messages) or ``completions`` (``as_text`` of them).
     """
 
     dataset: str
@@ -81,6 +92,7 @@ class Sample:
     messages: tuple[Mapping[str, str], ...]
     key: str
     gen_params: Mapping[str, Any] = field(default_factory=dict)
+    api: Literal["chat", "completions"] = "chat"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""How a chat completion request reaches the server: two interchangeable transports.
+"""How a request reaches the server (``/chat/completions`` or ``/completions``): two
+interchangeable transports.
 
 Each bounds one attempt with a hard deadline (``timeout``), so a stalled socket can
 never hang a run.
@@ -41,18 +42,17 @@ class HTTPStatusError(Exception):
 
 
 class AiohttpTransport:
-    """POST ``/chat/completions`` on a pooled aiohttp session (made on first use)."""
+    """POST to the endpoint on a pooled aiohttp session (made on first use)."""
 
     def __init__(self, base_url: str, api_key: str, timeout: float, concurrency: int) -> None:
         self._base = base_url.rstrip("/")
-        self._url = self._base + "/chat/completions"
         self._api_key, self._timeout, self._concurrency = api_key, timeout, concurrency
         self._session: Any = None
 
-    async def post(self, body: Mapping[str, Any]) -> Any:
-        """The reply's JSON; ``HTTPStatusError`` for an error status."""
+    async def post(self, body: Mapping[str, Any], path: str = "/chat/completions") -> Any:
+        """POST ``body`` to ``path``; the reply's JSON, ``HTTPStatusError`` for an error."""
         session = self._session or self._open()
-        async with session.post(self._url, data=json.dumps(body).encode()) as response:
+        async with session.post(self._base + path, data=json.dumps(body).encode()) as response:
             raw = await response.read()
             if response.status >= 400:
                 raise HTTPStatusError(response.status, response.headers, raw)
@@ -93,14 +93,15 @@ class OpenAITransport:
         self._args = (base_url, api_key, timeout, concurrency)
         self._client: Any = None
 
-    async def post(self, body: Mapping[str, Any]) -> Any:
-        """The reply's JSON; the SDK's ``APIStatusError`` for an error status."""
+    async def post(self, body: Mapping[str, Any], path: str = "/chat/completions") -> Any:
+        """POST ``body`` to ``path``; the reply's JSON, the SDK's ``APIStatusError`` for
+        an error status."""
         import anyio
 
         client = self._client or self._open()
         # The SDK's timeout is per read; the hard bound stops a trickling server too.
         with anyio.fail_after(self._args[2] + 5):
-            raw = await client.post("/chat/completions", body=body,
+            raw = await client.post(path, body=body,
                                     cast_to=self._response_type)
         return json.loads(raw.content)
 

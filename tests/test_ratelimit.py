@@ -13,7 +13,7 @@ from typing import Callable
 import anyio
 import pytest
 
-from harness.judge.ratelimit import RateLimiter
+from harness.ratelimit import RateLimiter
 
 
 class AutoTime:

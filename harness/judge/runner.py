@@ -20,13 +20,8 @@ from ..records import SampleResult, VerdictRecord
 from ..scoring import JudgeTask
 from ..store import Store
 from .evaluators import GenericLLMEvaluator
-from .ratelimit import RateLimiter
 from .spec import JudgeSpec
 from .verdict import FORMAT_REMINDER, parse_verdict, verdict_from_json, verdict_probability
-
-
-#: Fraction of a judge's RPM/TPM limit actually used.
-PACING_MARGIN = 0.97
 
 
 @dataclass
@@ -45,12 +40,8 @@ class JudgeEndpoint:
 
     def __init__(self, spec: JudgeSpec) -> None:
         self.spec = spec
-        # Pace a little under the limits: exact pacing plus network jitter can put one
-        # request too many into a provider's window and earn a 429 (measured in bench/).
-        margin = PACING_MARGIN
-        self.limiter = RateLimiter(spec.rpm and spec.rpm * margin, spec.tpm and spec.tpm * margin)
-        self.client = ModelClient(spec.model, concurrency=spec.concurrency,
-                                  limiter=self.limiter)
+        self.client = ModelClient(spec.model, concurrency=spec.concurrency)
+        self.limiter = self.client.limiter
         self.counters = JudgeCounters()
         self.name = f"{spec.model.model}@{spec.model.identity()['endpoint']}"
 

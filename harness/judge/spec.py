@@ -33,12 +33,20 @@ class JudgeSpec:
     """A resolved judge: endpoint plus pacing, constraint and re-ask settings."""
 
     model: ModelSpec
-    rpm: float | None = None
-    tpm: float | None = None
     concurrency: int = 8
     constrain: str | None = None
     logprobs: bool = False
     max_reasks: int = 2
+
+    @property
+    def rpm(self) -> float | None:
+        """Requests per minute the judge is paced at (``None``: unlimited)."""
+        return self.model.rpm
+
+    @property
+    def tpm(self) -> float | None:
+        """Tokens per minute the judge is paced at (``None``: unlimited)."""
+        return self.model.tpm
 
     def gen_params(self) -> dict[str, Any]:
         """Generation parameters of every judge request (part of the verdict key)."""
@@ -76,13 +84,8 @@ def judge_spec(judge_cfg: Mapping[str, Any] | None, where: str = "judge_cfg",
         # No key given for the judge: send none, rather than the evaluated model's key
         # from $HARNESS_API_KEY / $OPENAI_API_KEY to what may be another provider.
         env = {k: v for k, v in env.items() if k not in ("HARNESS_API_KEY", "OPENAI_API_KEY")}
-    rpm = cfg.get("rpm")
-    if rpm is None and cfg.get("query_per_second"):
-        rpm = 60.0 * float(cfg["query_per_second"])
     return JudgeSpec(
         model=model_spec(cfg, where, env=env),
-        rpm=float(rpm) if rpm else None,
-        tpm=float(cfg["tpm"]) if cfg.get("tpm") else None,
         concurrency=int(cfg.get("concurrency") or 8),
         constrain=constrain,
         logprobs=bool(cfg.get("logprobs", False)),
