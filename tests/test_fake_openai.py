@@ -14,6 +14,7 @@ import openai
 import pytest
 
 from harness.testing import (
+    FAULT_KINDS,
     FakeOpenAI,
     Fault,
     Reply,
@@ -23,6 +24,8 @@ from harness.testing import (
 )
 
 USER = [{"role": "user", "content": "What is six times seven?"}]
+PROMPT = USER[0]["content"]
+TEXT_BODY = {"model": "fake-model", "prompt": PROMPT}
 
 
 @asynccontextmanager
@@ -42,12 +45,17 @@ async def complete(client: openai.AsyncOpenAI, messages: list[dict] = USER, **kw
     return await client.chat.completions.create(model="fake-model", messages=messages, **kwargs)
 
 
-async def post(server: FakeOpenAI, body: dict | None = None, headers: dict | None = None
-               ) -> tuple[int, dict[str, str], bytes]:
-    """POST a chat completion with plain aiohttp: status, headers and raw body."""
+async def complete_text(client: openai.AsyncOpenAI, prompt: str = PROMPT, **kwargs: object):
+    """One legacy text completion for the default model."""
+    return await client.completions.create(model="fake-model", prompt=prompt, **kwargs)
+
+
+async def post(server: FakeOpenAI, body: dict | None = None, headers: dict | None = None,
+               path: str = "chat/completions") -> tuple[int, dict[str, str], bytes]:
+    """POST a completion with plain aiohttp: status, headers and raw body."""
     body = body if body is not None else {"model": "fake-model", "messages": USER}
     async with aiohttp.ClientSession() as session:
-        async with session.post(f"{server.base_url}/chat/completions", json=body,
+        async with session.post(f"{server.base_url}/{path}", json=body,
                                 headers=headers) as response:
             return response.status, dict(response.headers), await response.read()
 
@@ -113,7 +121,117 @@ async def test_responder_exception_is_a_500_and_kept() -> None:
     assert isinstance(server.errors[0], KeyError)
 
 
+async def test_reply_reasoning_is_sent_as_reasoning_content_only_when_given() -> None:
+    def think(body: dict) -> Reply:
+        text = body["messages"][-1]["content"]
+        return Reply("42", reasoning="six sevens") if text == PROMPT else Reply(text)
+
+    async with FakeOpenAI(responder=think) as server, sdk(server) as client:
+        thought = (await complete(client)).choices[0].message
+        _, _, raw = await post(server, {"model": "fake-model",
+                                        "messages": [{"role": "user", "content": "hi"}]})
+    assert (thought.content, thought.reasoning_content) == ("42", "six sevens")
+    assert "reasoning_content" not in json.loads(raw)["choices"][0]["message"]
+
+
+async def test_reasoning_counts_towards_completion_tokens() -> None:
+    reply = Reply("42", reasoning="six sevens make")
+    async with FakeOpenAI(responder=lambda body: reply) as server, sdk(server) as client:
+        assert (await complete(client)).usage.completion_tokens == 4
+
+
+# -- the legacy text completions route --------------------------------------------------------
+
+async def test_text_completion_echoes_prompt() -> None:
+    async with FakeOpenAI() as server, sdk(server) as client:
+        result = await complete_text(client, max_tokens=16, temperature=0.0)
+    choice = result.choices[0]
+    assert (choice.index, choice.text, choice.finish_reason, choice.logprobs) == \
+        (0, PROMPT, "stop", None)
+    assert result.object == "text_completion" and result.model == "fake-model"
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens,
+            result.usage.total_tokens) == (5, 5, 10)
+    assert server.requests == [{**TEXT_BODY, "max_tokens": 16, "temperature": 0.0}]
+
+
+@pytest.mark.parametrize("body", [{"model": "fake-model"}, {**TEXT_BODY, "prompt": ["a", "b"]},
+                                  {**TEXT_BODY, "prompt": 7}, {**TEXT_BODY, "prompt": None}])
+async def test_text_completion_needs_a_string_prompt(body: dict) -> None:
+    async with FakeOpenAI() as server:
+        status, _, raw = await post(server, body, path="completions")
+    assert status == 400 and "`prompt`" in json.loads(raw)["error"]["message"]
+    assert server.requests == []
+
+
+async def test_text_completion_n_copies_count_in_usage() -> None:
+    async with FakeOpenAI() as server, sdk(server) as client:
+        result = await complete_text(client, n=3)
+    assert [(c.index, c.text) for c in result.choices] == [(0, PROMPT), (1, PROMPT), (2, PROMPT)]
+    assert result.usage.completion_tokens == 15
+
+
+async def test_responder_gets_the_completions_body() -> None:
+    async with FakeOpenAI(responder=lambda body: f"{body['model']}:{body['prompt']}") as server, \
+            sdk(server) as client:
+        assert (await complete_text(client, "hello")).choices[0].text == "fake-model:hello"
+
+
+async def test_text_completion_drops_reasoning() -> None:
+    reply = Reply("42", reasoning="six sevens")
+    async with FakeOpenAI(responder=lambda body: reply) as server:
+        _, _, raw = await post(server, TEXT_BODY, path="completions")
+    answer = json.loads(raw)
+    assert answer["choices"][0]["text"] == "42" and answer["usage"]["completion_tokens"] == 1
+    assert "reasoning_content" not in answer["choices"][0]
+
+
 # -- fault kinds ------------------------------------------------------------------------------
+
+# What each fault kind looks like through the SDK, the same on both routes: an HTTP status,
+# a kind of failure, or (answer, finish_reason, usage.completion_tokens).
+FAULT_OUTCOMES: dict[str, object] = {
+    "rate_limit": 429, "server_error": 500, "unauthorized": 401, "not_found": 404,
+    "bad_request": 400, "drop": "no response", "stall": "no response",
+    "malformed_json": "not JSON", "empty_choices": "no choices",
+    "slow": (PROMPT, "stop", 5), "length": ("What is six ", "length", 3),
+    "null_content": (None, "stop", 0), "empty_content": ("", "stop", 5),
+}
+
+
+async def outcome(client: openai.AsyncOpenAI, route: str) -> object:
+    """What one request on ``route`` came to, in the terms of ``FAULT_OUTCOMES``."""
+    try:
+        result = await (complete(client) if route == "chat" else complete_text(client))
+    except openai.APIStatusError as exc:
+        return exc.status_code
+    except openai.APIConnectionError:
+        return "no response"
+    except ValueError:
+        return "not JSON"
+    if not result.choices:
+        return "no choices"
+    choice = result.choices[0]
+    answer = choice.message.content if route == "chat" else choice.text
+    return answer, choice.finish_reason, result.usage.completion_tokens
+
+
+@pytest.mark.parametrize("kind", sorted(FAULT_KINDS))
+async def test_every_fault_kind_looks_the_same_on_both_routes(kind: str) -> None:
+    fault = Fault("slow", seconds=0.01) if kind == "slow" else Fault(kind)  # type: ignore[arg-type]
+    async with one_fault(fault) as server, sdk(server, timeout=0.5) as client:
+        outcomes = [await outcome(client, route) for route in ("chat", "completions")]
+    assert outcomes == [FAULT_OUTCOMES[kind]] * 2
+    assert server.stats.faults == {kind: 2}
+
+
+async def test_empty_content_keeps_reasoning() -> None:
+    reply = Reply("42", reasoning="six sevens")
+    async with FakeOpenAI(responder=lambda body: reply,
+                          faults=fail_first(1, "empty_content")) as server, \
+            sdk(server) as client:
+        message = (await complete(client)).choices[0].message
+    assert (message.content, message.reasoning_content) == ("", "six sevens")
+
 
 async def test_rate_limit_sends_retry_after_when_given() -> None:
     async with one_fault(Fault("rate_limit", retry_after=1.5)) as server:
@@ -236,6 +354,24 @@ def test_request_key_depends_on_model_and_messages_only() -> None:
     assert request_key(base) != request_key({**base, "model": "other"})
 
 
+def test_request_key_of_a_completions_body_depends_on_its_prompt() -> None:
+    assert request_key(TEXT_BODY) == request_key({**TEXT_BODY, "max_tokens": 5})
+    assert request_key(TEXT_BODY) != request_key({**TEXT_BODY, "prompt": "other"})
+
+
+async def test_fail_first_counts_completions_attempts() -> None:
+    async with FakeOpenAI(faults=fail_first(1)) as server, sdk(server) as client:
+        with pytest.raises(openai.InternalServerError):
+            await complete_text(client)
+        assert (await complete_text(client)).choices[0].text == PROMPT
+    assert server.attempts(TEXT_BODY) == 2
+
+
+def test_fault_rate_draws_empty_content() -> None:
+    policy = fault_rate(1.0, kinds=["empty_content"])
+    assert policy(TEXT_BODY, 0) == Fault("empty_content")
+
+
 def test_fault_rate_is_deterministic() -> None:
     bodies = [{"model": "m", "messages": [{"role": "user", "content": str(i)}]}
               for i in range(400)]
@@ -257,6 +393,28 @@ def test_fault_rate_never_exceeds_max_consecutive() -> None:
 
 
 # -- models, keys, logprobs, rate limits ------------------------------------------------------
+
+async def test_completions_route_requires_api_key() -> None:
+    async with FakeOpenAI(api_key="secret") as server, sdk(server, api_key="wrong") as client:
+        with pytest.raises(openai.AuthenticationError):
+            await complete_text(client)
+
+
+async def test_completions_route_rejects_unknown_model_when_strict() -> None:
+    async with FakeOpenAI(strict_models=True) as server, sdk(server) as client:
+        with pytest.raises(openai.NotFoundError) as caught:
+            await client.completions.create(model="gpt-x", prompt=PROMPT)
+    assert caught.value.body["code"] == "model_not_found"
+
+
+async def test_rpm_limit_window_is_shared_by_both_routes() -> None:
+    async with FakeOpenAI(rpm_limit=2) as server, sdk(server) as client:
+        await complete(client)
+        await complete_text(client)
+        with pytest.raises(openai.RateLimitError):
+            await complete(client)
+    assert server.stats.rpm_limited == 1
+
 
 async def test_strict_models_rejects_unknown_model() -> None:
     async with FakeOpenAI(strict_models=True) as server, sdk(server) as client:
@@ -310,6 +468,16 @@ async def test_rpm_limit_answers_429_with_retry_after() -> None:
 
 
 # -- stats and lifecycle ------------------------------------------------------------------------
+
+async def test_stats_count_both_routes_in_total_and_by_route() -> None:
+    async with FakeOpenAI() as server, sdk(server) as client:
+        await complete(client)
+        await complete_text(client)
+        await complete_text(client)
+    stats = server.stats
+    assert stats.total == 3 and stats.by_route == {"chat": 1, "completions": 2}
+    assert stats.as_dict()["by_route"] == {"chat": 1, "completions": 2}
+
 
 async def test_stats_count_in_flight_statuses_and_faults() -> None:
     arrived, release = asyncio.Event(), asyncio.Event()
@@ -368,6 +536,8 @@ async def test_cli_serves_until_sigterm_and_prints_stats() -> None:
                 async with session.post(f"{server_url}/chat/completions",
                                         json={"model": "fake-model", "messages": USER}) as resp:
                     answer = await resp.json()
+                async with session.post(f"{server_url}/completions", json=TEXT_BODY) as resp:
+                    text_answer = await resp.json()
             process.terminate()
             stdout, _ = await process.communicate()
     finally:
@@ -375,4 +545,5 @@ async def test_cli_serves_until_sigterm_and_prints_stats() -> None:
             process.kill()
             await process.wait()
     assert answer["choices"][0]["message"]["content"] == "42"
-    assert json.loads(stdout)["by_status"] == {"200": 1}
+    assert text_answer["choices"][0]["text"] == "42"
+    assert json.loads(stdout)["by_status"] == {"200": 2}

@@ -1,4 +1,4 @@
-"""Test helpers: a real, scriptable fake of the OpenAI chat completions API.
+"""Test helpers: a real, scriptable fake of the OpenAI chat and text completions APIs.
 
 The server names are imported lazily so that ``python -m harness.testing.fake_openai`` does
 not find its own module already imported by this package (runpy warns about that, and the

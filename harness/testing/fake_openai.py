@@ -1,4 +1,7 @@
-"""A scriptable fake of the OpenAI chat completions API, served by a real aiohttp server.
+"""A scriptable fake of the OpenAI completions APIs, served by a real aiohttp server.
+
+It answers ``POST /v1/chat/completions``, the legacy ``POST /v1/completions`` (a ``prompt``
+string, as vLLM, llama.cpp and SGLang serve base models) and ``GET /v1/models``.
 
 The official ``openai.AsyncOpenAI`` client talks to it over 127.0.0.1, so tests exercise
 the real transport, timeouts and error classes::
@@ -26,17 +29,21 @@ from typing import Any
 from aiohttp import web
 
 from harness.testing.replies import (
-    ERROR_KINDS, MALFORMED_JSON, Fault, FaultPolicy, Reply, Responder, Stats, completion_body,
+    ERROR_KINDS, MALFORMED_JSON, ROUTES, Fault, FaultPolicy, Reply, Responder, Route, Stats,
     dumps, echo_last_user, error_body, fault_rate, loads, model_entry, request_key,
     retry_after_value,
 )
 
+_NO_CONTENT = Reply(None)
+
 
 class FakeOpenAI:
-    """An OpenAI-compatible chat completions server on 127.0.0.1, scriptable per request.
+    """An OpenAI-compatible completions server on 127.0.0.1, scriptable per request.
 
     Use as ``async with FakeOpenAI(...) as server`` (or ``await start()`` / ``await
-    stop()``). ``requests`` holds every chat completion body received when ``record`` is
+    stop()``). Both routes (chat and legacy completions) share everything below: the
+    responder gets either body, and faults, policies and limits apply to both alike.
+    ``requests`` holds every completion body received (of either route) when ``record`` is
     true; ``stats`` holds the :class:`Stats`; ``errors`` holds exceptions the responder
     raised (each answered with a 500). ``latency`` is seconds, or ``body -> seconds``,
     waited before every 200 (error faults answer at once, as real rate limiters do).
@@ -89,7 +96,8 @@ class FakeOpenAI:
     async def start(self) -> None:
         """Bind the port (``port=0``: a free one) and start serving."""
         app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_post("/v1/chat/completions", self._chat)
+        for route in ROUTES.values():
+            app.router.add_post(route.path, self._handle, name=route.name)
         app.router.add_get("/v1/models", self._list_models)
         # A short grace: anything still running after stalls were released is cancelled.
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=0.5)
@@ -123,9 +131,10 @@ class FakeOpenAI:
 
     # -- request handling -------------------------------------------------------------
 
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
         stats = self.stats
         stats.total += 1
+        stats.by_route[request.match_info.route.name] += 1
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         try:
@@ -134,11 +143,13 @@ class FakeOpenAI:
             self.stats.in_flight -= 1
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
+        # The route comes from the request, so subclasses that wrap _answer(request) still work.
+        route = ROUTES[request.match_info.route.name]
         if not self._authorized(request):
             return self._error("unauthorized")
         body = await _read_json(request)
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return self._error("bad_request", message="The body must be an object with `messages`.")
+        if not isinstance(body, dict) or not isinstance(body.get(route.field), route.field_type):
+            return self._error("bad_request", message=route.bad_body)
         if body.get("stream"):
             return self._error("bad_request", message="FakeOpenAI does not implement `stream`.")
         if self.record:
@@ -151,9 +162,9 @@ class FakeOpenAI:
             return self._error("not_found", model=body.get("model"))
         fault = self.faults(body, attempt) if self.faults is not None else None
         if fault is None:
-            return await self._complete(request, body)
+            return await self._complete(request, route, body)
         self.stats.faults[fault.kind] += 1
-        return await self._inject(request, body, fault)
+        return await self._inject(request, route, body, fault)
 
     def _authorized(self, request: web.Request) -> bool:
         expected = f"Bearer {self.api_key}"
@@ -176,7 +187,8 @@ class FakeOpenAI:
         accepted.append(now)
         return None
 
-    async def _inject(self, request: web.Request, body: dict, fault: Fault) -> web.StreamResponse:
+    async def _inject(self, request: web.Request, route: Route, body: dict,
+                      fault: Fault) -> web.StreamResponse:
         if fault.kind in ERROR_KINDS:
             return self._error(fault.kind, fault.status, body.get("model"),
                                retry_after=fault.retry_after)
@@ -184,9 +196,9 @@ class FakeOpenAI:
             return _drop(request)
         if fault.kind == "stall":
             return await self._stall(request, fault.send_headers)
-        return await self._complete(request, body, fault)
+        return await self._complete(request, route, body, fault)
 
-    async def _complete(self, request: web.Request, body: dict,
+    async def _complete(self, request: web.Request, route: Route, body: dict,
                         fault: Fault | None = None) -> web.StreamResponse:
         """Answer normally, or shaped by one of the faults that still send a 200."""
         delay = self.latency(body) if callable(self.latency) else self.latency
@@ -197,20 +209,29 @@ class FakeOpenAI:
             return _drop(request)
         if kind == "malformed_json":
             return self._send(200, MALFORMED_JSON)
-        if kind in ("empty_choices", "null_content"):
-            reply = Reply(None)
-        else:
-            try:
-                reply = await self._reply(body)
-            except Exception as exc:  # noqa: BLE001 - a broken responder is a test bug to show
-                self.errors.append(exc)
-                return self._error("server_error", message=f"FakeOpenAI responder raised {exc!r}")
-        if fault is not None and kind == "length":
-            reply = reply.truncated(fault.keep)
-        payload = completion_body(body, reply, next(self._ids))
+        try:
+            reply, billed = await self._shaped_reply(body, fault)
+        except Exception as exc:  # noqa: BLE001 - a broken responder is a test bug to show
+            self.errors.append(exc)
+            return self._error("server_error", message=f"FakeOpenAI responder raised {exc!r}")
+        payload = route.answer(body, reply, next(self._ids), billed)
         if kind == "empty_choices":
             payload["choices"] = []
         return self._send(200, dumps(payload))
+
+    async def _shaped_reply(self, body: dict, fault: Fault | None) -> tuple[Reply, Reply]:
+        """The reply to send and the one usage counts (they differ under ``empty_content``)."""
+        if fault is None:
+            reply = await self._reply(body)
+            return reply, reply
+        if fault.kind in ("empty_choices", "null_content"):
+            return _NO_CONTENT, _NO_CONTENT
+        reply = await self._reply(body)
+        if fault.kind == "length":
+            reply = reply.truncated(fault.keep)
+        elif fault.kind == "empty_content":
+            return reply.emptied(), reply
+        return reply, reply
 
     async def _reply(self, body: dict) -> Reply:
         result = self.responder(body)

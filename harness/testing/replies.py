@@ -1,5 +1,9 @@
 """What the fake OpenAI server says and counts: replies, faults, policies, stats, JSON shapes.
 
+The server answers two routes, ``/v1/chat/completions`` (a ``messages`` body) and the legacy
+``/v1/completions`` (a ``prompt`` string); a :class:`Route` holds all that differs between
+them, so responders, faults, policies and stats serve both.
+
 A *fault policy* is any callable ``(body, attempt) -> Fault | None``. ``attempt`` counts how
 often the server has already seen the same request (same :func:`request_key`), so a policy
 can say "the first two attempts of every request fail" without keeping state of its own::
@@ -43,7 +47,8 @@ except ImportError:  # pragma: no cover - orjson is optional
 
 FaultKind = Literal[
     "rate_limit", "server_error", "slow", "stall", "drop", "malformed_json",
-    "empty_choices", "length", "null_content", "unauthorized", "not_found", "bad_request",
+    "empty_choices", "length", "null_content", "empty_content", "unauthorized", "not_found",
+    "bad_request",
 ]
 FAULT_KINDS: frozenset[str] = frozenset(get_args(FaultKind))
 """Every fault kind :class:`Fault` accepts."""
@@ -57,11 +62,12 @@ Responder = Callable[[dict], "str | Reply | Awaitable[str | Reply]"]
 
 @dataclass
 class Stats:
-    """Counters over ``POST /v1/chat/completions`` requests (``GET /v1/models`` is not counted).
+    """Counters over completion requests of both routes (``GET /v1/models`` is not counted).
 
-    ``by_status`` counts responses sent per HTTP status (a ``drop`` or ``stall`` sends
-    none), ``faults`` counts injected faults per kind, ``rpm_limited`` the 429s of the
-    ``rpm_limit`` emulation (also in ``by_status[429]``).
+    ``total`` counts requests to either route, ``by_route`` per :attr:`Route.name`
+    (``chat``, ``completions``); ``by_status`` counts responses sent per HTTP status (a
+    ``drop`` or ``stall`` sends none), ``faults`` counts injected faults per kind,
+    ``rpm_limited`` the 429s of the ``rpm_limit`` emulation (also in ``by_status[429]``).
     """
 
     total: int = 0
@@ -70,19 +76,24 @@ class Stats:
     rpm_limited: int = 0
     by_status: Counter[int] = field(default_factory=Counter)
     faults: Counter[str] = field(default_factory=Counter)
+    by_route: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready copy (status codes become string keys)."""
         return {"total": self.total, "in_flight": self.in_flight,
                 "max_in_flight": self.max_in_flight, "rpm_limited": self.rpm_limited,
                 "by_status": {str(k): v for k, v in sorted(self.by_status.items())},
-                "faults": dict(sorted(self.faults.items()))}
+                "faults": dict(sorted(self.faults.items())),
+                "by_route": dict(sorted(self.by_route.items()))}
 
 
 @dataclass(frozen=True, slots=True)
 class Reply:
     """What a responder answers: the message content and how the generation ended.
 
+    ``reasoning``, if given, goes out on the chat route as ``message.reasoning_content`` (as
+    DeepSeek's API and vLLM's reasoning parsers send it) and counts towards
+    ``completion_tokens``; the completions route has no place for it and drops it.
     ``logprobs`` is returned when the request asks for ``logprobs``: a list of
     ``(token, logprob)`` or ``(token, logprob, [(alt_token, alt_logprob), ...])``; without
     it the server makes one token per whitespace-separated word with logprob 0.0.
@@ -91,12 +102,17 @@ class Reply:
     content: str | None
     finish_reason: str = "stop"
     logprobs: Sequence[tuple] | None = None
+    reasoning: str | None = None
 
     def truncated(self, keep: int | None = None) -> Reply:
         """This reply cut to ``keep`` characters (default half), as ``finish_reason='length'``."""
         content = self.content or ""
         cut = content[: len(content) // 2 if keep is None else keep]
-        return Reply(cut, "length", self.logprobs)
+        return Reply(cut, "length", self.logprobs, self.reasoning)
+
+    def emptied(self) -> Reply:
+        """This reply with an answer of ``""`` and ``finish_reason='stop'``, reasoning kept."""
+        return Reply("", "stop", None, self.reasoning)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +129,10 @@ class Fault:
     - ``empty_choices``: 200 with ``choices: []``.
     - ``length``: ``finish_reason='length'`` and the content cut to ``keep`` characters
       (default: half of it).
-    - ``null_content``: ``content: null``.
+    - ``null_content``: ``content: null`` (``text: null`` on the completions route).
+    - ``empty_content``: an answer of ``""``, ``finish_reason='stop'``, while
+      ``usage.completion_tokens`` counts the reply that was not sent: what a broken proxy,
+      or a reasoning model that put everything in ``reasoning_content``, answers.
     - ``unauthorized`` / ``not_found`` / ``bad_request``: 401 / 404 model-not-found / 400,
       each with an OpenAI-style error body.
     """
@@ -140,8 +159,12 @@ def as_fault(fault: Fault | str) -> Fault:
 
 
 def request_key(body: dict) -> str:
-    """Identify "the same request" across retries: a hash of its model and messages."""
-    material = _canonical([body.get("model"), body.get("messages")])
+    """Identify "the same request" across retries: a hash of its model and its messages, or
+    its prompt on the completions route."""
+    parts = [body.get("model"), body.get("messages")]
+    if "prompt" in body:  # appended, so chat keys (and fault_rate's draws) stay as they were
+        parts.append(body["prompt"])
+    material = _canonical(parts)
     return hashlib.blake2b(material, digest_size=16).hexdigest()
 
 
@@ -221,7 +244,11 @@ def retry_after_value(seconds: float) -> str:
 
 
 def echo_last_user(body: dict) -> str:
-    """The default responder: the text of the last user message."""
+    """The default responder: the text of the last user message, or a completions body's
+    ``prompt``."""
+    prompt = body.get("prompt")
+    if isinstance(prompt, str):
+        return prompt
     for message in reversed(body.get("messages") or ()):
         if message.get("role") == "user":
             return text_of(message.get("content"))
@@ -237,24 +264,73 @@ def text_of(content: object) -> str:
     return ""
 
 
-def completion_body(body: dict, reply: Reply, serial: int) -> dict[str, Any]:
-    """The ChatCompletion object answering ``body`` with ``reply`` (``n`` copies of it)."""
-    content = reply.content
+def completion_body(body: dict, reply: Reply, serial: int,
+                    billed: Reply | None = None) -> dict[str, Any]:
+    """The ChatCompletion object answering ``body`` with ``reply`` (``n`` copies of it);
+    usage counts ``billed`` (default: ``reply``) and its reasoning."""
     logprobs = None
     if body.get("logprobs"):
         logprobs = {"content": logprob_entries(reply, int(body.get("top_logprobs") or 0)),
                     "refusal": None}
-    choice = {"index": 0, "finish_reason": reply.finish_reason, "logprobs": logprobs,
-              "message": {"role": "assistant", "content": content, "refusal": None}}
-    choices = [choice] + [dict(choice, index=i) for i in range(1, int(body.get("n") or 1))]
-    # Whitespace words stand in for tokens: cheap, and good enough for budget tests.
+    message = {"role": "assistant", "content": reply.content, "refusal": None}
+    if reply.reasoning is not None:
+        message["reasoning_content"] = reply.reasoning
+    billed = billed or reply
+    tokens = _words(billed.content) + _words(billed.reasoning)
     prompt_tokens = sum(len(text_of(m.get("content")).split()) for m in body["messages"])
-    completion_tokens = len(content.split()) * len(choices) if content else 0
-    return {"id": f"chatcmpl-fake-{serial}", "object": "chat.completion",
-            "created": int(time.time()), "model": body.get("model"),
-            "system_fingerprint": "fake-openai", "choices": choices,
+    return _envelope("chatcmpl", "chat.completion", body, serial, prompt_tokens, tokens,
+                     {"index": 0, "finish_reason": reply.finish_reason, "logprobs": logprobs,
+                      "message": message})
+
+
+def text_completion_body(body: dict, reply: Reply, serial: int,
+                         billed: Reply | None = None) -> dict[str, Any]:
+    """The legacy Completion object answering ``body``'s ``prompt`` with ``reply`` (``n``
+    copies); usage counts ``billed`` (default: ``reply``). ``logprobs`` is always null."""
+    choice = {"index": 0, "text": reply.content, "finish_reason": reply.finish_reason,
+              "logprobs": None}
+    return _envelope("cmpl", "text_completion", body, serial, len(body["prompt"].split()),
+                     _words((billed or reply).content), choice)
+
+
+def _envelope(prefix: str, kind: str, body: dict, serial: int, prompt_tokens: int,
+              tokens: int, choice: dict[str, Any]) -> dict[str, Any]:
+    """The object around ``n`` copies of ``choice``; ``tokens`` is one choice's count."""
+    choices = [choice] + [dict(choice, index=i) for i in range(1, int(body.get("n") or 1))]
+    completion_tokens = tokens * len(choices)
+    return {"id": f"{prefix}-fake-{serial}", "object": kind, "created": int(time.time()),
+            "model": body.get("model"), "system_fingerprint": "fake-openai", "choices": choices,
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens}}
+
+
+def _words(text: str | None) -> int:
+    # Whitespace words stand in for tokens: cheap, and good enough for budget tests.
+    return len(text.split()) if text else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """One completion route: its path, the body field it needs and how it answers."""
+
+    name: str
+    path: str
+    field: str
+    field_type: type
+    answer: Callable[[dict, Reply, int, Reply | None], dict[str, Any]]
+
+    @property
+    def bad_body(self) -> str:
+        """The 400 message for a body without a usable ``field``."""
+        kind = "list" if self.field_type is list else "string"
+        return f"The body must be an object with a {kind} `{self.field}`."
+
+
+ROUTES: dict[str, Route] = {route.name: route for route in (
+    Route("chat", "/v1/chat/completions", "messages", list, completion_body),
+    Route("completions", "/v1/completions", "prompt", str, text_completion_body),
+)}
+"""The routes the fake serves, by name."""
 
 
 def logprob_entries(reply: Reply, top: int) -> list[dict[str, Any]]:
