@@ -1,8 +1,13 @@
 """MATH-500 with cascade evaluation: math-verify first, an LLM judge for its failures.
 
-The rule layer (MATHVerifyEvaluator) checks the last ``\\boxed{}`` answer for symbolic
-equivalence; only the samples it marks wrong go to the judge (``parallel=False``), so
-judge cost is proportional to rule failures. The judge is read from the environment::
+The rule layer extracts the final answer as ``math500.py`` does (``math_postprocess_v2``:
+the last ``\\boxed{}``, two different boxed answers without a visible correction fail) and
+MATHVerifyEvaluator checks it for symbolic equivalence. A reply with no such answer is
+``extract_failed`` and lowers ``extract_rate``; math-verify is never left to pick a number
+out of the working. Only the samples the rule layer marks wrong, extraction failures
+included, go to the judge (``parallel=False``), so judge cost is proportional to rule
+failures, and the judge reads the model's whole reply: a right answer the rules cannot
+find (stated without a box) can still be rescued. The judge is read from the environment::
 
     export OC_JUDGE_MODEL=Qwen/Qwen2.5-32B-Instruct OC_JUDGE_API_BASE=http://host:4000/v1
     export OC_JUDGE_API_KEY=...            # if the judge endpoint needs one
@@ -13,7 +18,7 @@ The summary reports the rule layer and the judge correction separately.
 
 from harness import (CascadeEvaluator, CustomDataset, GenericLLMEvaluator, GenInferencer,
                      MATHVerifyEvaluator, RawPromptTemplate, ZeroRetriever,
-                     generic_llmjudge_postprocess, judge_template)
+                     generic_llmjudge_postprocess, judge_template, math_postprocess_v2)
 
 math500_reader_cfg = dict(input_columns=["problem"], output_column="answer")
 
@@ -30,7 +35,11 @@ math500_infer_cfg = dict(
 math500_eval_cfg = dict(
     evaluator=dict(
         type=CascadeEvaluator,
-        rule_evaluator=dict(type=MATHVerifyEvaluator),
+        # Extraction belongs to the rule layer, not to eval_cfg: a dataset-level
+        # pred_postprocessor would also hand the judge the extracted answer, and a reply
+        # without a box would reach it as '' and never be judged (nothing to rescue).
+        rule_evaluator=dict(type=MATHVerifyEvaluator,
+                            pred_postprocessor=dict(type=math_postprocess_v2)),
         llm_evaluator=dict(
             type=GenericLLMEvaluator,
             # judges/grader.txt: the seed's grader template ({problem}, {answer}, {prediction}).
