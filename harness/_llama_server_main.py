@@ -55,6 +55,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ctx-size", type=int, required=True)
     parser.add_argument("--parallel", type=int, required=True)
     parser.add_argument("--alias", default="")
+    parser.add_argument("--chat-template", required=True, help="Jinja chat template source")
     parser.add_argument("--verbosity", type=int, default=1, help="1: errors only, 3: info")
     return parser.parse_args(argv)
 
@@ -76,8 +77,10 @@ def _start_server(args: argparse.Namespace) -> Any:
     if args.alias:
         params.model_alias = {args.alias}
     # The GGUF ships no chat template, and llama.cpp's fallback (ChatML) uses tokens
-    # Gemma never saw, so the model just echoes them. Gemma's own turn format fixes it.
-    params.chat_template = "gemma"
+    # Gemma never saw. With Jinja on, ``chat_template`` is the template's source text
+    # (a builtin name such as "gemma" would be rendered as that literal word).
+    params.use_jinja = True
+    params.chat_template = args.chat_template
     return xllamacpp.Server(params)
 
 

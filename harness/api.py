@@ -21,12 +21,14 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 import anyio
 
 from .config import RunConfig, config_from_namespace, load_config
-from .errors import ConfigError, PermanentModelError, primary_error
+from .embedded import EmbeddedServer, context_per_slot, embedded_spec
+from .errors import primary_error
 from .models import ModelOverrides, resolve_models
 from .pipeline import Mode, Pipeline, PipelineOptions
 from .progress import Progress, print_progress
 from .records import ModelSpec, SampleResult
 from .results import summary_table, write_json
+from .run_models import discover_name, models_for_eval, spec_record
 from .store import Store
 from .validate import validate_dataset
 
@@ -42,18 +44,17 @@ class RunReport:
 
     @property
     def failed(self) -> int:
-        """Samples not fully scored: unscored ones (a failed model or judge call, a
-        missing prediction, an evaluator error, an unreadable judge-only verdict) plus
-        cascade samples whose judge call failed. A rerun retries the failed calls."""
-        total = 0
-        for s in self.summaries:
-            if s["mode"] != "infer":
-                total += s["total"] - s["scored"]
-            else:
-                total += s["counts"].get("model_error", 0)
-            if s.get("judge_mode") in ("cascade", "parallel"):
-                total += s["cascade_stats"]["judge_error"]
-        return total
+        """Samples not scored yet (a failed model or judge call, a missing prediction, an
+        evaluator error, an unreadable judge-only verdict): the run is incomplete while
+        there are any. A rerun retries the failed calls."""
+        return sum(s["counts"].get("model_error", 0) if s["mode"] == "infer" else s["pending"]
+                   for s in self.summaries)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every sample of every result is scored (or, with ``mode='infer'``,
+        predicted)."""
+        return self.failed == 0
 
     def table(self) -> str:
         """The summary table (datasets × models)."""
@@ -119,29 +120,34 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
     """
     run_config = _load(config, datasets, models)
     specs = resolve_models(run_config.models, overrides)
-    rows = sum(validate_dataset(d, limit) * d.n for d in run_config.datasets)
+    rows = sum(validate_dataset(d, limit).rows * d.n for d in run_config.datasets)
     # Without a work_dir, each config gets its own, so two configs never share a store.
     default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
     work = Path(work_dir or run_config.work_dir or default)
     progress = progress or Progress()
-    progress.total = rows * (len(specs) if specs else 1)
     started = time.monotonic()
     async with contextlib.AsyncExitStack() as stack:
         # The store first: a locked or incompatible work directory fails before any
         # server is started or request sent.
         store = await stack.enter_async_context(Store(work))
-        if specs is None and mode != "eval":
-            specs = [await stack.enter_async_context(_embedded_model())]
+        starters = {}
+        if mode == "eval":
+            specs = await models_for_eval(specs, store, [d.abbr for d in run_config.datasets])
         elif specs is None:
-            specs = [_embedded_spec("http://127.0.0.1:0/v1")]
+            # Started by the first sample that needs it: a rerun served from the store
+            # never starts it.
+            embedded = EmbeddedServer(stack, context_per_slot(run_config.datasets, limit))
+            specs = [embedded_spec()]
+            starters[specs[0].abbr] = embedded.start
+        else:
+            specs = [await discover_name(s) for s in specs]
+        specs = _unique(specs)
         if mode != "eval":
-            specs = [await _discover_name(s) for s in specs]
-        elif any(not s.model for s in specs):
-            raise ConfigError("--mode eval needs the model name (--model) to find the "
-                              "stored predictions", field="model")
-        pipeline = Pipeline(run_config.datasets, _unique(specs), store,
+            await store.record_models(spec_record(s) for s in specs)
+        progress.total = rows * len(specs)
+        pipeline = Pipeline(run_config.datasets, specs, store,
                             PipelineOptions(work, mode, concurrency, limit, dump_details),
-                            progress)
+                            progress, starters)
         send, receive = anyio.create_memory_object_stream[SampleResult](0)
         run = Run(receive)
         finished = run.finished
@@ -215,49 +221,3 @@ def _unique(specs: list[ModelSpec]) -> list[ModelSpec]:
         seen[spec.abbr] = n + 1
         out.append(spec if n == 0 else replace(spec, abbr=f"{spec.abbr}-{n + 1}"))
     return out
-
-
-EMBEDDED_ID = "embedded:gemma3-270m-q4_k_m"
-
-
-def _embedded_spec(base_url: str, model: str | None = None) -> ModelSpec:
-    from .local_model import DEFAULT_MODEL_ALIAS
-
-    model = model or DEFAULT_MODEL_ALIAS
-    # The embedded server gets a new port every run; a stable endpoint id keeps its
-    # predictions reusable across runs.
-    return ModelSpec(abbr=model, model=model, base_url=base_url,
-                     api_key="none", endpoint_id=EMBEDDED_ID, timeout=300.0,
-                     gen_params={"temperature": 0.0}, concurrency=4)
-
-
-@contextlib.asynccontextmanager
-async def _embedded_model() -> AsyncIterator[ModelSpec]:
-    from .local_model import LocalModelServer
-
-    async with LocalModelServer() as server:
-        yield replace(_embedded_spec(server.base_url), model=server.model)
-
-
-async def _discover_name(spec: ModelSpec) -> ModelSpec:
-    """Fill a missing model name from ``/v1/models``; also catches a bad key or URL early."""
-    if spec.model:
-        return spec
-    from .client import ModelClient
-    from .errors import ModelCallError
-
-    client = ModelClient(replace(spec, max_attempts=min(spec.max_attempts, 3)),
-                         concurrency=1, limit_slots=False)
-    try:
-        names = await client.list_models()
-    except ModelCallError as exc:
-        if isinstance(exc, PermanentModelError):
-            raise
-        raise PermanentModelError(f"{exc}; give the model name with --model",
-                                  kind=exc.kind, status=exc.status) from None
-    finally:
-        await client.aclose()
-    if not names:
-        raise PermanentModelError(f"{spec.base_url} serves no models; give --model",
-                                  kind="not_found")
-    return replace(spec, model=names[0], abbr=spec.abbr if spec.abbr != "model" else names[0])

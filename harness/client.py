@@ -11,7 +11,7 @@ handling. See ``harness.transport`` for the two transports.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from .errors import ModelCallError
@@ -28,8 +28,8 @@ class CallResult:
     """A usable reply: text, finish reason, token usage, optional logprobs and reasoning.
 
     ``reasoning`` is what a server sent apart from the answer (``reasoning_content``):
-    kept and shown, never scored. ``empty`` marks a reply whose answer stayed empty
-    after its retries: the model's real output, scored as an extraction failure.
+    kept and shown, never scored. A ``text`` that is empty after the retries is the
+    model's real output, scored as an extraction failure (``empty_reply``).
     """
 
     text: str
@@ -39,7 +39,6 @@ class CallResult:
     attempts: int
     logprobs: Logprobs | None = None
     reasoning: str | None = None
-    empty: bool = False
 
 
 class ModelClient:
@@ -147,8 +146,7 @@ class ModelClient:
         self.stats.prompt_tokens += result.prompt_tokens
         self.stats.completion_tokens += result.completion_tokens
         return CallResult(result.text, result.finish_reason, result.prompt_tokens,
-                          result.completion_tokens, tries, result.logprobs, result.reasoning,
-                          result.empty)
+                          result.completion_tokens, tries, result.logprobs, result.reasoning)
 
     async def list_models(self) -> list[str]:
         """The model names the endpoint serves (``GET /models``), under the same policy."""
@@ -188,7 +186,7 @@ class EmptyReply(UsableReply):
     ``reasoning_content``): retried like a malformed reply."""
 
     def __init__(self, result: CallResult) -> None:
-        super().__init__("the reply's content is empty", replace(result, empty=True))
+        super().__init__("the reply's content is empty", result)
 
 
 def _read(data: Any, max_tokens: int | None) -> CallResult:

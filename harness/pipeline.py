@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Awaitable, Callable, Literal, Mapping
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
@@ -41,6 +41,9 @@ from .store import Store
 from .validate import check_row, selected_rows
 
 Mode = Literal["all", "infer", "eval"]
+
+#: Starts an endpoint on first use and returns the spec that points at it.
+Starter = Callable[[ModelSpec], Awaitable[ModelSpec]]
 
 #: Samples looked up in the store per query.
 LOOKUP_BATCH = 256
@@ -66,9 +69,14 @@ class Pipeline:
     """Evaluate ``models`` × ``datasets`` with stored predictions reused."""
 
     def __init__(self, datasets: list[DatasetSpec], models: list[ModelSpec], store: Store,
-                 options: PipelineOptions, progress: Progress | None = None) -> None:
+                 options: PipelineOptions, progress: Progress | None = None,
+                 starters: Mapping[str, Starter] | None = None) -> None:
         self.datasets = {d.abbr: d for d in datasets}
         self.models = {m.abbr: m for m in models}
+        # Endpoints started on first use (the embedded model): abbr → a function that
+        # starts it and returns the spec pointing at it.
+        self.starters = dict(starters or {})
+        self._starting = anyio.Lock()
         self.store = store
         self.options = options
         self.progress = progress or Progress()
@@ -102,6 +110,7 @@ class Pipeline:
                                 rpm=spec.rpm, tpm=spec.tpm, concurrency=spec.concurrency)
             if ident not in self.endpoints:
                 self.endpoints[ident] = JudgeEndpoint(spec)
+                self.progress.judge.calls.append(self.endpoints[ident].client.stats)
             self.judges[abbr] = JudgeRunner(judge, self.endpoints[ident], self.store, spec)
 
     def _judge_mode(self, dataset: str) -> str | None:
@@ -118,13 +127,10 @@ class Pipeline:
     async def run(self, out: ObjectSendStream[SampleResult] | None = None) -> None:
         """Run every stage to completion; per-sample results also go to ``out``."""
         self._out = out
-        needs_model = self.options.mode != "eval"
-        for spec in self.models.values():
-            if needs_model:
-                slots = spec.concurrency or self.options.concurrency
-                self.clients[spec.abbr] = ModelClient(
-                    spec, concurrency=slots, limit_slots=slots < self.options.concurrency,
-                    counts=self.progress.model)
+        if self.options.mode != "eval":
+            for spec in self.models.values():
+                if spec.abbr not in self.starters:
+                    self._add_client(spec)
         for acc in self.accumulators.values():
             acc.open()
         finished = False
@@ -142,6 +148,21 @@ class Pipeline:
             for acc in self.accumulators.values():
                 acc.close(keep=finished)
 
+    def _add_client(self, spec: ModelSpec) -> ModelClient:
+        slots = spec.concurrency or self.options.concurrency
+        client = ModelClient(spec, concurrency=slots, limit_slots=slots < self.options.concurrency,
+                             counts=self.progress.model)
+        self.clients[spec.abbr] = client
+        self.progress.model.calls.append(client.stats)
+        return client
+
+    async def _client(self, abbr: str) -> ModelClient:
+        """The client of model ``abbr``, starting its endpoint first if it starts on use."""
+        async with self._starting:
+            if abbr not in self.clients:
+                self._add_client(await self.starters[abbr](self.models[abbr]))
+        return self.clients[abbr]
+
     async def _run_stages(self) -> None:
         create = anyio.create_memory_object_stream
         model_send, model_recv = create[Sample](max(4, self.options.concurrency // 4))
@@ -153,7 +174,7 @@ class Pipeline:
         async with anyio.create_task_group() as tg:
             self.scorer.start(tg)
             tg.start_soon(self._produce, model_send, score_send.clone(), judge_send.clone())
-            for _ in range(self.options.concurrency if self.clients else 0):
+            for _ in range(self.options.concurrency if self.options.mode != "eval" else 0):
                 tg.start_soon(self._call_model, model_recv.clone(), score_send.clone(),
                               store_send.clone(), judge_send.clone())
             for _ in range(self.scorer.parallelism if not self.scorer.inline else 0):
@@ -207,7 +228,7 @@ class Pipeline:
             if hit is not None:
                 self.progress.cached += 1
                 await self._scored(Completion(sample, "ok", hit[0], hit[1], None, hit[2],
-                                              hit[3], 0, cached=True), score_send, judge_send)
+                                              hit[3], 0, True, hit[4]), score_send, judge_send)
             elif self.options.mode == "eval":
                 await self._finish(SampleResult(
                     sample.dataset, sample.model, sample.index, sample.replica, "missing",
@@ -223,7 +244,7 @@ class Pipeline:
         stage = self.progress.model
         async with receive, score_send, store_send, judge_send:
             while (sample := await _receive(receive)) is not None:
-                client = self.clients[sample.model]
+                client = self.clients.get(sample.model) or await self._client(sample.model)
                 try:
                     # A PermanentModelError (bad key, unknown model) ends the run here.
                     result = await client.complete(sample.messages, sample.gen_params,
@@ -238,7 +259,8 @@ class Pipeline:
                     stage.done += 1
                     completion = Completion(sample, "ok", result.text, result.finish_reason,
                                             None, result.prompt_tokens,
-                                            result.completion_tokens, result.attempts)
+                                            result.completion_tokens, result.attempts,
+                                            False, result.reasoning)
                 await _send(store_send, completion)
                 await self._scored(completion, score_send, judge_send)
 

@@ -9,18 +9,27 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import anyio
+
+if TYPE_CHECKING:
+    from .retry import CallStats
 
 
 @dataclass
 class StageCounts:
-    """Counters of one stage."""
+    """Counters of one stage; ``calls`` are the counters of its endpoints' clients."""
 
     in_flight: int = 0
     done: int = 0
     failed: int = 0
+    calls: list[CallStats] = field(default_factory=list)
+
+    @property
+    def retries(self) -> int:
+        """Attempts repeated so far by the stage's clients (every retry is shown)."""
+        return sum(stats.retries for stats in self.calls)
 
 
 @dataclass
@@ -41,12 +50,13 @@ class Progress:
         total = f"/{self.total}" if self.total is not None else ""
         parts = [f"{self.results}{total} samples",
                  f"model {self.model.in_flight} in flight, {self.model.done} done, "
-                 f"{self.cached} stored, {self.model.failed} failed",
+                 f"{self.cached} stored, {self.model.failed} failed, "
+                 f"{self.model.retries} retries",
                  f"rules {self.rules.in_flight} in flight, {self.rules.done} done, "
                  f"{self.rules.failed} failed"]
         if self.judge.done or self.judge.in_flight or self.judge.failed:
             parts.append(f"judge {self.judge.in_flight} in flight, {self.judge.done} done, "
-                         f"{self.judge.failed} failed")
+                         f"{self.judge.failed} failed, {self.judge.retries} retries")
         return " | ".join(parts) + f" | {elapsed:.0f}s"
 
 

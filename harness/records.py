@@ -24,21 +24,26 @@ CompletionStatus = Literal["ok", "error"]
 #: Final status of one (sample, replica) for one model.
 #: ``ok``             scored by the evaluator (correct or not);
 #: ``extract_failed`` the postprocessor found no answer: scored as wrong, counted in extract_rate;
+#: ``empty_reply``    the model's answer was empty after its retries: scored as wrong, an
+#:                    extraction failure with its own count;
 #: ``timeout``        the rule check exceeded its time limit: scored as wrong, counted apart;
 #: ``model_error``    the model call failed for good: not scored, retried on the next run;
 #: ``eval_error``     the evaluator raised on this sample: not scored;
 #: ``missing``        ``--mode eval`` and no stored prediction: not scored.
 #: ``judge_unparsed`` a judge-only evaluation whose verdict could not be read: not scored;
-#: ``judge_error``    a judge-only evaluation whose judge call failed: not scored, retried.
-SampleStatus = Literal["ok", "extract_failed", "timeout", "model_error", "eval_error",
-                       "missing", "judge_unparsed", "judge_error"]
+#: ``judge_error``    the judge call failed (judge-only or cascade): not scored, retried.
+SampleStatus = Literal["ok", "extract_failed", "empty_reply", "timeout", "model_error",
+                       "eval_error", "missing", "judge_unparsed", "judge_error"]
 
 #: Outcome of judging one sample: a readable verdict, an unreadable one after the
 #: re-asks, or a call that failed for good (retried on the next run).
 JudgeStatus = Literal["ok", "unparsed", "error"]
 
 #: Statuses that count in the accuracy denominator.
-SCORED_STATUSES: frozenset[str] = frozenset({"ok", "extract_failed", "timeout"})
+SCORED_STATUSES: frozenset[str] = frozenset({"ok", "extract_failed", "empty_reply", "timeout"})
+
+#: Scored statuses in which no answer was found (they lower ``extract_rate``).
+NO_ANSWER_STATUSES: frozenset[str] = frozenset({"extract_failed", "empty_reply"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +102,11 @@ class Sample:
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """The outcome of one model call (or its stored copy) for one sample."""
+    """The outcome of one model call (or its stored copy) for one sample.
+
+    ``reasoning`` is what the server sent beside the answer (``reasoning_content``):
+    stored and shown, never scored.
+    """
 
     sample: Sample
     status: CompletionStatus
@@ -108,6 +117,7 @@ class Completion:
     completion_tokens: int = 0
     attempts: int = 0
     cached: bool = False
+    reasoning: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

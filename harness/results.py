@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .records import SCORED_STATUSES, SampleResult
+from .records import NO_ANSWER_STATUSES, SCORED_STATUSES, SampleResult
 
 # Built once: ``json.dumps`` with options makes a new encoder for every details row.
 _DETAILS_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
@@ -35,6 +35,7 @@ class Accumulator:
     scored: int = 0
     cached: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
+    rule_scored: int = 0
     rule_correct: int = 0
     llm_evaluated: int = 0
     llm_correct: int = 0
@@ -61,10 +62,12 @@ class Accumulator:
         self.total += 1
         self.cached += result.cached
         self.by_status[result.status] = self.by_status.get(result.status, 0) + 1
+        if result.rule_correct is not None:  # a cascade's rule layer, judged or not
+            self.rule_scored += 1
+            self.rule_correct += result.rule_correct
         if result.status in SCORED_STATUSES:
             self.scored += 1
             self.correct += bool(result.correct)
-            self.rule_correct += bool(result.rule_correct)
             if self.replicas > 1:
                 for table, key in ((self._per_sample, result.index),
                                    (self._per_replica, result.replica)):
@@ -104,21 +107,38 @@ class Accumulator:
         self._offsets.clear()
 
     def summary(self) -> dict[str, Any]:
-        """The results JSON for this model and dataset."""
-        failed_extract = self.by_status.get("extract_failed", 0)
+        """The results JSON for this model and dataset.
+
+        While any sample is unscored (a failed model or judge call, say) the result is
+        incomplete: ``complete`` is false and, instead of one accuracy, ``accuracy_bounds``
+        gives the range it lies in (every pending sample wrong … every one right). The
+        pending samples are no random subset (a cascade sends only rule failures to the
+        judge), so an accuracy over the scored ones alone would mislead.
+        """
+        no_answer = sum(self.by_status.get(s, 0) for s in NO_ANSWER_STATUSES)
+        pending = self.total - self.scored
         out: dict[str, Any] = {
             "model": self.model, "dataset": self.dataset, "mode": self.mode,
             "total": self.total, "scored": self.scored, "correct": self.correct,
             "counts": dict(sorted(self.by_status.items())), "cached_predictions": self.cached,
         }
         if self.mode != "infer":
-            out["accuracy"] = 100.0 * self.correct / self.scored if self.scored else None
-            out["accuracy_ci95"] = wilson_interval(self.correct, self.scored)
-            out["extract_rate"] = (100.0 * (self.scored - failed_extract) / self.scored
+            out["complete"] = pending == 0
+            out["pending"] = pending
+            complete = pending == 0 and self.total > 0
+            out["accuracy"] = 100.0 * self.correct / self.total if complete else None
+            out["accuracy_bounds"] = ([round(100.0 * self.correct / self.total, 4),
+                                       round(100.0 * (self.correct + pending) / self.total, 4)]
+                                      if self.total else None)
+            out["accuracy_ci95"] = wilson_interval(self.correct, self.total) if complete else None
+            out["extract_rate"] = (100.0 * (self.scored - no_answer) / self.scored
                                    if self.scored else None)
             if self.replicas > 1:
-                out.update(replica_metrics(self._per_sample, self._per_replica, self.replicas))
-                out["accuracy_ci95"] = out.pop("_sample_ci95")
+                metrics = replica_metrics(self._per_sample, self._per_replica, self.replicas)
+                ci = metrics.pop("_sample_ci95")
+                if complete:
+                    out.update(metrics)
+                    out["accuracy_ci95"] = ci
         if self.judge_mode is not None:
             out["judge_mode"] = self.judge_mode
             out["cascade_stats"] = self.cascade_stats()
@@ -127,22 +147,27 @@ class Accumulator:
         return out
 
     def cascade_stats(self) -> dict[str, Any]:
-        """The seed's ``cascade_stats``, plus ``unparsed`` and ``judge_error`` counts.
+        """The seed's ``cascade_stats``, plus ``unparsed``, ``judge_error`` and ``pending``.
 
+        ``total_samples`` and ``rule_*`` count every sample the rule layer decided;
         ``llm_evaluated`` counts samples the judge was asked about (cached verdicts
-        included); ``llm_accuracy`` is over the readable verdicts among them.
+        included); ``llm_accuracy`` is over the readable verdicts among them;
+        ``final_accuracy`` is ``None`` while samples are pending.
         """
         pct = lambda a, b: 100.0 * a / b if b else 0.0  # noqa: E731
         readable = self.llm_evaluated - self.unparsed - self.judge_errors
+        rule_total = self.rule_scored if self.judge_mode != "judge" else self.scored
+        pending = self.total - self.scored
         return {
-            "total_samples": self.scored, "rule_correct": self.rule_correct,
-            "rule_accuracy": pct(self.rule_correct, self.scored),
+            "total_samples": rule_total, "rule_correct": self.rule_correct,
+            "rule_accuracy": pct(self.rule_correct, rule_total),
             "llm_evaluated": self.llm_evaluated, "llm_correct": self.llm_correct,
             "llm_accuracy": pct(self.llm_correct, readable),
-            "final_correct": self.correct, "final_accuracy": pct(self.correct, self.scored),
+            "final_correct": self.correct,
+            "final_accuracy": pct(self.correct, self.total) if not pending else None,
             "parallel_mode": self.judge_mode == "parallel",
             "unparsed": self.unparsed, "judge_error": self.judge_errors,
-            "judge_cached": self.judge_cached,
+            "judge_cached": self.judge_cached, "pending": pending,
         }
 
 
@@ -225,11 +250,12 @@ def summary_table(summaries: list[dict[str, Any]]) -> str:
 
 
 def _cell(s: dict[str, Any]) -> str:
-    failed = s["total"] - s["scored"]
-    if s.get("accuracy") is None:
-        text = f"{s['total']} predicted" if s["mode"] == "infer" else "n/a"
-    else:
-        text = f"{s['accuracy']:.2f} ({s['correct']}/{s['scored']}, extract {s['extract_rate']:.0f}%)"
+    if s["mode"] == "infer":
+        failed = s["counts"].get("model_error", 0)
+        return f"{s['total']} predicted" + (f" [{failed} failed]" if failed else "")
+    if not s.get("complete"):
+        return _incomplete_cell(s)
+    text = f"{s['accuracy']:.2f} ({s['correct']}/{s['scored']}, extract {s['extract_rate']:.0f}%)"
     cascade = s.get("cascade_stats")
     if cascade and s.get("judge_mode") in ("cascade", "parallel"):
         # The seed asks for both layers, so results compare with pure-rule runs.
@@ -237,6 +263,14 @@ def _cell(s: dict[str, Any]) -> str:
         text += f" = rule {cascade['rule_accuracy']:.2f} + judge {gain:.2f}"
     if cascade and cascade["unparsed"]:
         text += f" [{cascade['unparsed']} unparsed]"
-    if cascade and cascade["judge_error"]:
-        text += f" [{cascade['judge_error']} judge errors]"
-    return text + (f" [{failed} unscored]" if failed and s["mode"] != "infer" else "")
+    return text
+
+
+def _incomplete_cell(s: dict[str, Any]) -> str:
+    """No single number for an incomplete result: its bounds and what is pending."""
+    if not s["total"]:
+        return "n/a (no samples)"
+    low, high = s["accuracy_bounds"]
+    pending = ", ".join(f"{n} {status}" for status, n in s["counts"].items()
+                        if status not in SCORED_STATUSES)
+    return f"INCOMPLETE {low:.2f}..{high:.2f} ({s['correct']}/{s['total']} correct; pending: {pending})"

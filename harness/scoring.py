@@ -86,6 +86,8 @@ class Scorer:
             details = dict(details or {})
             if completion.finish_reason not in (None, "stop"):
                 details["finish_reason"] = completion.finish_reason  # e.g. truncated
+            if completion.reasoning:
+                details["reasoning"] = completion.reasoning  # shown, never scored
             return SampleResult(sample.dataset, sample.model, sample.index, sample.replica,
                                 status, sample.messages, completion.text, extracted,
                                 sample.reference if reference is None else reference,
@@ -93,6 +95,12 @@ class Scorer:
 
         if completion.status != "ok":
             return result("model_error", error=completion.error)
+        if not completion.text or completion.text.isspace():
+            # Still empty after its retries: the model answered nothing, which is wrong
+            # (a transient empty reply was retried and never gets here).
+            scored = self.mode != "infer" and dataset.evaluator is not None
+            return result("empty_reply", "", correct=False if scored else None,
+                          error="the model's reply was empty")
         if self.mode == "infer" or dataset.evaluator is None:
             return result("ok")
         stage = self.progress.rules

@@ -11,18 +11,20 @@ statuses only.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import aiosqlite
 
 from .errors import SchemaVersionError, StoreError, WorkDirLockedError
+from .keys import canonical_json
 from .records import Completion, VerdictRecord
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "harness.db"
 
 _SCHEMA = """
@@ -40,6 +42,12 @@ CREATE TABLE IF NOT EXISTS predictions (
     prompt_tokens INTEGER NOT NULL DEFAULT 0,
     completion_tokens INTEGER NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 0,
+    updated REAL NOT NULL,
+    reasoning TEXT
+);
+CREATE TABLE IF NOT EXISTS models (
+    abbr TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
     updated REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS verdicts (
@@ -81,19 +89,31 @@ WHERE verdicts.status = 'error'
 # another run already answered must not lose the answer.
 _UPSERT_PREDICTION = """
 INSERT INTO predictions (key, model, dataset, idx, replica, status, text, finish_reason,
-                         error, prompt_tokens, completion_tokens, attempts, updated)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                         error, prompt_tokens, completion_tokens, attempts, updated,
+                         reasoning)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT(key) DO UPDATE SET
     status = excluded.status, text = excluded.text, finish_reason = excluded.finish_reason,
-    error = excluded.error, prompt_tokens = excluded.prompt_tokens,
+    error = excluded.error, reasoning = excluded.reasoning,
+    prompt_tokens = excluded.prompt_tokens,
     completion_tokens = excluded.completion_tokens,
     attempts = predictions.attempts + excluded.attempts, updated = excluded.updated
 WHERE predictions.status != 'ok' OR excluded.status = 'ok'
 """
 
 
+# Schema 1 stored an empty reply as the answer after one attempt; schema 2 stores one
+# only once its retries are spent. Those rows are asked again rather than trusted.
+_MIGRATE_1_TO_2 = (
+    "ALTER TABLE predictions ADD COLUMN reasoning TEXT",
+    "UPDATE predictions SET status = 'error', error = 'empty reply stored by an earlier "
+    "version without retries; asked again' WHERE status = 'ok' AND trim(text, char(32, 9, 10, 13)) = ''",
+)
+
+
 class StoredPrediction(tuple):
-    """``(text, finish_reason, prompt_tokens, completion_tokens)`` of a stored success."""
+    """``(text, finish_reason, prompt_tokens, completion_tokens, reasoning)`` of a stored
+    success."""
 
     __slots__ = ()
 
@@ -170,17 +190,55 @@ class Store:
         if row is None:
             await self.conn.execute("INSERT INTO meta VALUES ('schema_version', ?)",
                                     (str(SCHEMA_VERSION),))
+        elif row[0] == "1":
+            await self._migrate(_MIGRATE_1_TO_2, 2)
         elif row[0] != str(SCHEMA_VERSION):
             raise SchemaVersionError(
                 f"{self.path}: store schema version {row[0]} is not supported by this "
                 f"harness (expects {SCHEMA_VERSION}); use a new --work-dir")
+
+    async def _migrate(self, statements: Sequence[str], version: int) -> None:
+        """Apply ``statements`` and set the schema version, in one transaction."""
+        await self.conn.execute("BEGIN")
+        try:
+            for statement in statements:
+                await self.conn.execute(statement)
+            await self.conn.execute("UPDATE meta SET value = ? WHERE name = 'schema_version'",
+                                    (str(version),))
+            await self.conn.execute("COMMIT")
+        except BaseException:
+            await self.conn.execute("ROLLBACK")
+            raise
+
+    async def record_models(self, specs: Iterable[Mapping[str, Any]]) -> None:
+        """Remember the models a run predicts with (``abbr`` → what makes their keys),
+        so ``--mode eval`` can re-score them without being told which they were."""
+        now = time.time()
+        rows = [(spec["abbr"], canonical_json(spec), now) for spec in specs]
+        try:
+            await self.conn.executemany(
+                "INSERT INTO models VALUES (?, ?, ?) ON CONFLICT(abbr) DO UPDATE SET "
+                "spec = excluded.spec, updated = excluded.updated", rows)
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: recording models failed: {exc}") from exc
+
+    async def recorded_models(self, datasets: Sequence[str]) -> list[dict[str, Any]]:
+        """The recorded models with at least one stored prediction for ``datasets``."""
+        sql = ("SELECT spec FROM models WHERE abbr IN (SELECT DISTINCT model FROM "
+               f"predictions WHERE status = 'ok' AND dataset IN ({','.join('?' * len(datasets))}))"
+               " ORDER BY abbr")
+        try:
+            async with self.conn.execute(sql, tuple(datasets)) as cur:
+                return [json.loads(row[0]) for row in await cur.fetchall()]
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: reading models failed: {exc}") from exc
 
     async def lookup_predictions(self, keys: Sequence[str]) -> dict[str, StoredPrediction]:
         """Stored successful predictions among ``keys`` (one query per call)."""
         if not keys:
             return {}
         marks = ",".join("?" * len(keys))
-        sql = ("SELECT key, text, finish_reason, prompt_tokens, completion_tokens "
+        sql = ("SELECT key, text, finish_reason, prompt_tokens, completion_tokens, reasoning "
                f"FROM predictions WHERE status='ok' AND key IN ({marks})")
         try:
             async with self.conn.execute(sql, tuple(keys)) as cur:
@@ -217,7 +275,7 @@ class Store:
                 predictions.append((c.sample.key, c.sample.model, c.sample.dataset,
                                     c.sample.index, c.sample.replica, c.status, c.text,
                                     c.finish_reason, c.error, c.prompt_tokens,
-                                    c.completion_tokens, c.attempts, now))
+                                    c.completion_tokens, c.attempts, now, c.reasoning))
         if not predictions and not verdicts:
             return
         try:

@@ -54,7 +54,8 @@ async def test_cascade_judges_only_rule_failures(both, data, tmp_path):
         "llm_evaluated": want["rule_failures"], "llm_correct": want["rescued"],
         "llm_accuracy": pytest.approx(100 * want["rescued"] / want["rule_failures"]),
         "final_correct": want["final"], "final_accuracy": pytest.approx(100 * want["final"] / N),
-        "parallel_mode": False, "unparsed": 0, "judge_error": 0, "judge_cached": 0}
+        "parallel_mode": False, "unparsed": 0, "judge_error": 0, "judge_cached": 0,
+        "pending": 0}
     assert report.result("arith")["accuracy"] == pytest.approx(100 * want["final"] / N)
 
 

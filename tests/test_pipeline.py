@@ -78,10 +78,21 @@ async def test_eval_mode_rescores_after_postprocessor_change_without_requests(
 
 async def test_eval_mode_reports_unpredicted_samples_as_missing(server, arith, tmp_path):
     cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
+    await harness.evaluate(cfg, work_dir=tmp_path / "w", limit=10)
     report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval")
-    assert report.result("arith")["counts"] == {"missing": 40}
-    assert report.failed == 40  # unscored samples are never a clean exit
+    result = report.result("arith")
+    assert result["counts"] == {"missing": 30, "ok": 10}
+    assert report.failed == 30  # unscored samples are never a clean exit
+    assert result["complete"] is False and result["accuracy"] is None
+    assert server.stats.total == 10
+
+
+async def test_eval_mode_on_an_empty_work_dir_is_refused(server, arith, tmp_path):
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
+    with pytest.raises(harness.ConfigError, match="no stored predictions"):
+        await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval")
     assert server.stats.total == 0
+    assert not (tmp_path / "w" / "results").exists()
 
 
 async def test_infer_mode_only_predicts(server, arith, tmp_path):

@@ -141,9 +141,11 @@ def combine(task: JudgeTask, verdict: VerdictRecord,
             messages: tuple[dict[str, str], ...]) -> SampleResult:
     """Merge a verdict into the sample's result, by the seed's decision rules.
 
-    With a rule layer: correct = rule correct or judge says A; an unparsed verdict or a
-    judge error keeps the rule verdict. Judge only: the verdict decides; unparsed and
-    errors are their own statuses and are not scored.
+    With a rule layer: correct = rule correct or judge says A, and an unparsed verdict
+    keeps the rule verdict. Judge only: the verdict decides, and an unparsed one is its
+    own status, not scored. A failed judge call leaves the sample pending either way
+    (``judge_error``, not scored, asked again by the next run): keeping the rule verdict
+    would score exactly the samples the rules got wrong as wrong.
     """
     judge_correct = verdict.verdict == "A" if verdict.status == "ok" else None
     evaluation = {"prediction": verdict.reply, "verdict": verdict.verdict,
@@ -158,6 +160,10 @@ def combine(task: JudgeTask, verdict: VerdictRecord,
     common = dict(judge_status=verdict.status, judge_correct=judge_correct,
                   judge_cached=verdict.cached)
     if task.has_rule:
+        if verdict.status == "error":
+            details = {**base.details, "llm_evaluation": evaluation, "cascade_correct": None}
+            return replace(base, status="judge_error", correct=None, error=verdict.error,
+                           details=details, **common)
         final = bool(base.rule_correct) or judge_correct is True
         details = {**base.details, "llm_evaluation": evaluation, "cascade_correct": final}
         return replace(base, correct=final, details=details, **common)

@@ -1,0 +1,91 @@
+"""The models of a run, settled once its work directory is open.
+
+``harness.models`` reads what the config and the command line ask for. This module
+settles the rest against the work directory:
+
+- ``--mode eval`` re-scores the models whose predictions the work directory holds
+  (recorded by the runs that made them), so it needs no endpoint flags and never starts
+  a model server; a model asked for by name must have stored predictions;
+- a model without a name gets the first one its endpoint's ``/v1/models`` lists;
+- every model a run may call is recorded in the store for a later ``--mode eval``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping, Sequence
+
+from .errors import ConfigError, ModelCallError, PermanentModelError
+from .records import ModelSpec
+from .store import Store
+
+# What the store keeps of a spec: everything a prediction key depends on, and the
+# name. Never the API key.
+_RECORDED = ("abbr", "model", "base_url", "endpoint_id", "gen_params", "api")
+
+
+def spec_record(spec: ModelSpec) -> dict[str, Any]:
+    """The part of ``spec`` the work directory records (no API key)."""
+    return {name: getattr(spec, name) for name in _RECORDED}
+
+
+def spec_from_record(record: Mapping[str, Any]) -> ModelSpec:
+    """A spec that computes the same prediction keys as the recorded one (for
+    re-scoring only: it holds no API key and is never called)."""
+    return ModelSpec(**{name: record[name] for name in _RECORDED if name in record})
+
+
+async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
+                          datasets: Sequence[str]) -> list[ModelSpec]:
+    """The models ``--mode eval`` re-scores: those asked for, else every recorded one
+    with stored predictions for ``datasets``.
+
+    A model asked for must have stored predictions in this work directory (matched by
+    endpoint and name; only an endpoint matches every model stored for it), so a
+    re-score never writes results for a model that predicted nothing here.
+    """
+    recorded = [spec_from_record(r) for r in await store.recorded_models(datasets)]
+    where = str(store.work_dir)
+    if not recorded:
+        raise ConfigError(f"{where} holds no stored predictions to re-score; run without "
+                          "--mode eval first", field="--mode")
+    if specs is None:
+        return recorded
+    chosen: list[ModelSpec] = []
+    for spec in specs:
+        matches = [r for r in recorded if _same_endpoint(r, spec)
+                   and (not spec.model or r.model == spec.model)]
+        if not matches:
+            stored = ", ".join(f"{r.model} at {r.identity()['endpoint']}" for r in recorded)
+            raise ConfigError(f"{where} holds no predictions of model {spec.model or '(any)'} "
+                              f"at {spec.base_url}; --mode eval re-scores stored predictions "
+                              f"(stored: {stored})", field="--mode")
+        chosen += [replace(spec, model=r.model) if spec.model else r for r in matches]
+    return chosen
+
+
+def _same_endpoint(recorded: ModelSpec, asked: ModelSpec) -> bool:
+    return recorded.identity()["endpoint"] == replace(asked, model="").identity()["endpoint"]
+
+
+async def discover_name(spec: ModelSpec) -> ModelSpec:
+    """Fill a missing model name from ``/v1/models``; also catches a bad key or URL early."""
+    if spec.model:
+        return spec
+    from .client import ModelClient
+
+    client = ModelClient(replace(spec, max_attempts=min(spec.max_attempts, 3)),
+                         concurrency=1, limit_slots=False)
+    try:
+        names = await client.list_models()
+    except ModelCallError as exc:
+        if isinstance(exc, PermanentModelError):
+            raise
+        raise PermanentModelError(f"{exc}; give the model name with --model",
+                                  kind=exc.kind, status=exc.status) from None
+    finally:
+        await client.aclose()
+    if not names:
+        raise PermanentModelError(f"{spec.base_url} serves no models; give --model",
+                                  kind="not_found")
+    return replace(spec, model=names[0], abbr=spec.abbr if spec.abbr != "model" else names[0])
