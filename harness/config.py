@@ -14,32 +14,88 @@ import runpy
 import sys
 import traceback
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .dataset import CustomDataset, parse_range
+from .config_keys import check_keys, construct, within
+from .dataset import CustomDataset, find_data_file, parse_range
 from .errors import ConfigError
 from .evaluators import BaseEvaluator, build_evaluator
+from .models import GEN_KEYS, TOKEN_LIMIT_KEYS, model_settings
+from .postprocessors import build_postprocessor
 from .prompt import RawPromptTemplate
+
+#: Keys of a dataset dict.
+DATASET_KEYS = ("abbr", "type", "path", "file_name", "reader_cfg", "infer_cfg", "eval_cfg", "n")
+#: ``reader_cfg`` keys harness reads.
+READER_KEYS = ("input_columns", "output_column", "test_range", "skip_missing_reference")
+#: OpenCompass ``reader_cfg`` keys accepted without effect: the train split only feeds
+#: in-context examples to a retriever, and ZeroRetriever uses none; a data file is one
+#: split, so ``test_split`` may only name the default, ``'test'``.
+INERT_READER_KEYS = ("train_split", "train_range", "test_split")
+#: ``infer_cfg`` keys.
+INFER_KEYS = ("prompt_template", "retriever", "inferencer")
+#: ``eval_cfg`` keys; ``pred_role`` is accepted without effect (a reply has one role).
+EVAL_KEYS = ("evaluator", "pred_postprocessor", "dataset_postprocessor", "pred_role")
+#: OpenCompass ``GenInferencer`` settings accepted without effect: batching and
+#: checkpointing of its own runner (harness streams and stores every reply).
+INERT_INFERENCER_KEYS = ("batch_size", "save_every")
 
 
 class ZeroRetriever:
-    """No in-context examples: each sample's prompt is its own template (the default)."""
+    """No in-context examples: each sample's prompt is its own template (the default).
 
-    def __init__(self, **_ignored: Any) -> None:
-        pass
+    It takes no arguments (OpenCompass hands a retriever its dataset, not config keys).
+    """
 
 
 class GenInferencer:
-    """Generation: one chat completion per sample; ``max_out_len`` caps its tokens.
+    """Generation: one completion per sample; ``max_out_len`` caps its tokens.
 
-    Other keyword arguments (``temperature``, ``stop``…) are sent as generation params.
+    The generation keys of a model dict (``temperature``, ``top_p``, ``stop``, ``seed``
+    …) and ``max_tokens``/``max_completion_tokens`` are sent as generation params;
+    OpenCompass's ``stopping_criteria`` (stop strings) is sent as ``stop``. Any other
+    keyword is a ``ConfigError``.
     """
 
-    def __init__(self, max_out_len: int | None = None, **gen_kwargs: Any) -> None:
+    def __init__(self, max_out_len: int | None = None,
+                 stopping_criteria: list[str] | None = None, **gen_kwargs: Any) -> None:
+        known = ("max_out_len", "stopping_criteria", *INERT_INFERENCER_KEYS, *GEN_KEYS,
+                 *TOKEN_LIMIT_KEYS)
+        check_keys(gen_kwargs, known, "GenInferencer")
+        self.gen_kwargs = {k: v for k, v in gen_kwargs.items() if k not in INERT_INFERENCER_KEYS}
+        if max_out_len is not None:
+            if isinstance(max_out_len, bool) or not isinstance(max_out_len, int) \
+                    or max_out_len < 1:
+                raise ConfigError(f"must be a positive integer, not {max_out_len!r}",
+                                  field="max_out_len")
+            _only_one(self.gen_kwargs, "max_out_len", *TOKEN_LIMIT_KEYS)
+        if stopping_criteria:
+            _only_one(self.gen_kwargs, "stopping_criteria", "stop")
+            self.gen_kwargs["stop"] = _strings(stopping_criteria, "stopping_criteria")
         self.max_out_len = max_out_len
-        self.gen_kwargs = {k: v for k, v in gen_kwargs.items()
-                           if k not in ("batch_size", "save_every", "stopping_criteria")}
+
+    def gen_params(self) -> dict[str, Any]:
+        """The generation params every request of the dataset is sent with."""
+        params = dict(self.gen_kwargs)
+        if self.max_out_len:
+            params[TOKEN_LIMIT_KEYS[0]] = self.max_out_len
+        return params
+
+
+def _strings(value: Any, name: str) -> list[str]:
+    """A list of strings, or one string as a list of one (as OpenCompass accepts)."""
+    value = [value] if isinstance(value, str) else value
+    if not (isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)):
+        raise ConfigError(f"must be a list of strings, not {value!r}", field=name)
+    return list(value)
+
+
+def _only_one(given: Mapping[str, Any], name: str, *same: str) -> None:
+    for other in same:
+        if other in given:
+            raise ConfigError(f"{name} and {other} say the same thing; give one", field=other)
 
 
 class OpenAISDK:
@@ -51,7 +107,11 @@ OpenAI = OpenAISDK
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """One dataset of a run, validated and ready to stream."""
+    """One dataset of a run, validated and ready to stream.
+
+    ``skip_missing_reference`` (``reader_cfg``) leaves rows whose reference is null or
+    empty out of the run; otherwise such a row is a ``DatasetError``.
+    """
 
     abbr: str
     reader: CustomDataset
@@ -64,6 +124,7 @@ class DatasetSpec:
     evaluator: BaseEvaluator | None
     n: int = 1
     test_range: slice = field(default_factory=lambda: slice(None))
+    skip_missing_reference: bool = False
 
 
 @dataclass(frozen=True)
@@ -116,115 +177,141 @@ def config_from_namespace(namespace: Mapping[str, Any], path: Path | None = None
     models = namespace.get("models") or []
     if isinstance(models, Mapping):
         models = [models]
+    for i, model in enumerate(models):
+        # Checked now, with the file to name, though the endpoint is resolved later.
+        with within(f"models[{i}]", _s(path)):
+            model_settings(model)
     return RunConfig(datasets, list(models), namespace.get("work_dir"), path)
 
 
 def build_dataset(cfg: Mapping[str, Any], where: str, base: Path,
                   config_path: Path | None = None) -> DatasetSpec:
-    """Validate one dataset dict and resolve its reader, template and evaluator."""
-    src = _s(config_path)
+    """Validate one dataset dict and resolve its reader, template and evaluator.
 
-    def need(mapping: Mapping[str, Any], key: str, at: str) -> Any:
-        if not isinstance(mapping, Mapping) or key not in mapping:
-            raise ConfigError("missing", path=src, field=f"{at}.{key}")
-        return mapping[key]
+    Every key of the dict and of its sections must be known: a ``ConfigError`` names
+    the file and the field (``datasets[0].eval_cfg.pred_postprocesor``) otherwise.
+    """
+    with within(where, _s(config_path)):
+        return _dataset(cfg, base)
 
-    reader_cfg = need(cfg, "reader_cfg", where)
-    infer_cfg = need(cfg, "infer_cfg", where)
-    eval_cfg = cfg.get("eval_cfg") or {}
-    input_columns = tuple(need(reader_cfg, "input_columns", f"{where}.reader_cfg"))
-    output_column = reader_cfg.get("output_column")
-    abbr = str(cfg.get("abbr") or Path(str(need(cfg, "path", where))).stem)
 
-    reader = _build_reader(cfg, where, base, src)
-    template = _build(need(infer_cfg, "prompt_template", f"{where}.infer_cfg"),
-                      f"{where}.infer_cfg.prompt_template", src, RawPromptTemplate)
-    if not isinstance(template, RawPromptTemplate):
-        raise ConfigError("must be a RawPromptTemplate or PromptTemplate", path=src,
-                          field=f"{where}.infer_cfg.prompt_template")
-    inferencer = _build(infer_cfg.get("inferencer") or {"type": GenInferencer},
-                        f"{where}.infer_cfg.inferencer", src, GenInferencer)
-    gen_params: dict[str, Any] = dict(getattr(inferencer, "gen_kwargs", {}))
-    if getattr(inferencer, "max_out_len", None):
-        gen_params["max_tokens"] = int(inferencer.max_out_len)
+def _dataset(cfg: Any, base: Path) -> DatasetSpec:
+    if not isinstance(cfg, Mapping):
+        raise ConfigError(f"a dataset must be a dict, not {cfg!r}")
+    check_keys(cfg, DATASET_KEYS, "the dataset")
+    reader_cfg = _section(cfg, "reader_cfg", (*READER_KEYS, *INERT_READER_KEYS))
+    infer_cfg = _section(cfg, "infer_cfg", INFER_KEYS)
+    eval_cfg = _section(cfg, "eval_cfg", EVAL_KEYS, required=False)
+    with within("reader_cfg"):
+        columns, output_column, test_range, skip = _reader_settings(reader_cfg)
+    reader = _build_reader(cfg, base)
+    with within("infer_cfg"):
+        template = _component(infer_cfg, "prompt_template", RawPromptTemplate, required=True)
+        _component(infer_cfg, "retriever", ZeroRetriever)
+        inferencer = _component(infer_cfg, "inferencer", GenInferencer)
+    with within("eval_cfg"):
+        pred_pp = _guarded("pred_postprocessor", build_postprocessor, eval_cfg)
+        ref_pp = _guarded("dataset_postprocessor", build_postprocessor, eval_cfg)
+        evaluator = _guarded("evaluator", build_evaluator, eval_cfg)
+    n = cfg.get("n", 1)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"must be a positive integer, not {n!r}", field="n")
+    abbr = str(cfg.get("abbr") or Path(str(cfg["path"])).stem)
+    return DatasetSpec(abbr, reader, columns, output_column, template, inferencer.gen_params(),
+                       pred_pp, ref_pp, evaluator, n, test_range, skip)
 
-    pred_pp = _postprocessor(eval_cfg.get("pred_postprocessor"),
-                             f"{where}.eval_cfg.pred_postprocessor", src)
-    ref_pp = _postprocessor(eval_cfg.get("dataset_postprocessor"),
-                            f"{where}.eval_cfg.dataset_postprocessor", src)
-    evaluator = None
-    if eval_cfg.get("evaluator") is not None:
-        try:
-            evaluator = build_evaluator(eval_cfg["evaluator"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(str(exc).strip("'\""), path=src,
-                              field=f"{where}.eval_cfg.evaluator") from exc
+
+def _section(cfg: Mapping[str, Any], name: str, known: tuple[str, ...],
+             required: bool = True) -> Mapping[str, Any]:
+    """``cfg[name]``, a dict of known keys (``{}`` when optional and absent)."""
+    value = cfg.get(name)
+    if value is None and not required:
+        return {}
+    if value is None:
+        raise ConfigError("missing", field=name)
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"must be a dict, not {value!r}", field=name)
+    with within(name):
+        check_keys(value, known, name)
+    return value
+
+
+def _reader_settings(reader_cfg: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None,
+                                                            slice, bool]:
+    """``(input_columns, output_column, test_range, skip_missing_reference)``."""
+    if reader_cfg.get("input_columns") is None:
+        raise ConfigError("missing", field="input_columns")
+    columns = _strings(reader_cfg["input_columns"], "input_columns")
+    output = reader_cfg.get("output_column")
+    if output is not None and not (isinstance(output, str) and output):
+        raise ConfigError(f"must be a column name, not {output!r}", field="output_column")
+    if reader_cfg.get("test_split", "test") != "test":
+        raise ConfigError("a data file is one split: point the dataset's path at the file "
+                          "of the split to evaluate", field="test_split")
+    skip = reader_cfg.get("skip_missing_reference", False)
+    if not isinstance(skip, bool):
+        raise ConfigError(f"must be True or False, not {skip!r}", field="skip_missing_reference")
     try:
         test_range = parse_range(reader_cfg.get("test_range"))
     except ValueError as exc:
-        raise ConfigError(str(exc), path=src, field=f"{where}.reader_cfg.test_range") from exc
-    n = cfg.get("n", 1)
-    if not isinstance(n, int) or n < 1:
-        raise ConfigError("must be a positive integer", path=src, field=f"{where}.n")
-    return DatasetSpec(abbr, reader, input_columns, output_column, template, gen_params,
-                       pred_pp, ref_pp, evaluator, n, test_range)
+        raise ConfigError(str(exc), field="test_range") from exc
+    return tuple(columns), output, test_range, skip
 
 
-def _build_reader(cfg: Mapping[str, Any], where: str, base: Path, src: str | None) -> CustomDataset:
+def _build_reader(cfg: Mapping[str, Any], base: Path) -> CustomDataset:
     kind = cfg.get("type", CustomDataset)
     if not (isinstance(kind, type) and issubclass(kind, CustomDataset)):
-        raise ConfigError(f"unsupported dataset type {kind!r}; use CustomDataset",
-                          path=src, field=f"{where}.type")
+        raise ConfigError(f"unsupported dataset type {kind!r}; use CustomDataset", field="type")
+    if not cfg.get("path"):
+        raise ConfigError("missing", field="path")
     path = Path(str(cfg["path"]))
     if cfg.get("file_name"):
         path = path / str(cfg["file_name"])
     if not path.is_absolute():
         # Relative to the config file first, so configs run from any directory.
-        path = base / path if _data_file(base / path) else Path.cwd() / path
-    path = _data_file(path) or path
+        path = base / path if find_data_file(base / path) else Path.cwd() / path
+    path = find_data_file(path) or path
     if not path.is_file():
-        raise ConfigError(f"data file {str(path)!r} not found", path=src, field=f"{where}.path")
+        raise ConfigError(f"data file {str(path)!r} not found", field="path")
     return kind(path=path, reader_cfg=cfg.get("reader_cfg"))
 
 
-def _data_file(path: Path) -> Path | None:
-    """``path`` itself, ``path.jsonl``/``path.csv``, or the one data file in folder
-    ``path`` (``test.jsonl`` preferred), as OpenCompass paths like ``'opencompass/aime'``
-    name a dataset rather than a file."""
-    if path.is_file():
-        return path
-    for suffix in (".jsonl", ".csv"):
-        if path.with_name(path.name + suffix).is_file():
-            return path.with_name(path.name + suffix)
-    if path.is_dir():
-        if (path / "test.jsonl").is_file():
-            return path / "test.jsonl"
-        files = [p for p in path.iterdir() if p.suffix in (".jsonl", ".csv")]
-        if len(files) == 1:
-            return files[0]
-    return None
-
-
-def _build(cfg: Any, where: str, src: str | None, default: type) -> Any:
-    if not isinstance(cfg, Mapping):
+def _component(infer_cfg: Mapping[str, Any], name: str, kind: type,
+               required: bool = False) -> Any:
+    """``infer_cfg[name]``: a ``kind`` built from ``dict(type=...)``, or one the config
+    built itself."""
+    cfg = infer_cfg.get(name)
+    if cfg is None and required:
+        raise ConfigError("missing", field=name)
+    cfg = {"type": kind} if cfg is None else cfg
+    if isinstance(cfg, kind):
         return cfg
-    kind = cfg.get("type", default)
-    kwargs = {k: v for k, v in cfg.items() if k != "type"}
-    try:
-        return kind(**kwargs)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(str(exc), path=src, field=where) from exc
+    given = cfg.get("type", kind) if isinstance(cfg, Mapping) else cfg
+    if not (isinstance(given, type) and issubclass(given, kind)):
+        where = f"{name}.type" if isinstance(cfg, Mapping) else name
+        raise ConfigError(f"{given!r} is not supported here: {_ONLY[kind]}", field=where)
+    return _guarded(name, partial(construct, default=kind), {name: cfg})
 
 
-def _postprocessor(cfg: Any, where: str, src: str | None) -> Callable[[Any], Any] | None:
-    from .postprocessors import build_postprocessor
+#: What ``infer_cfg`` supports, said when a config names something else.
+_ONLY = {
+    RawPromptTemplate: "use RawPromptTemplate or PromptTemplate",
+    ZeroRetriever: "only ZeroRetriever is supported (write in-context examples into the "
+                   "prompt template, as datasets/bbh.py does)",
+    GenInferencer: "only GenInferencer is supported",
+}
 
-    if cfg is None:
+
+def _guarded(name: str, build: Callable[[Any], Any], section: Mapping[str, Any]) -> Any:
+    """``build(section[name])`` (``None`` when absent); any mistake it finds is a
+    ``ConfigError`` at field ``name``."""
+    if section.get(name) is None:
         return None
     try:
-        return build_postprocessor(cfg)
+        with within(name):
+            return build(section[name])
     except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(str(exc).strip("'\""), path=src, field=where) from exc
+        raise ConfigError(str(exc).strip("'\""), field=name) from exc
 
 
 def _config_line(exc: BaseException, path: Path) -> int | None:

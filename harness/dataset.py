@@ -25,7 +25,7 @@ class CustomDataset:
     """
 
     def __init__(self, path: str | Path, file_name: str | None = None,
-                 reader_cfg: Mapping[str, Any] | None = None, **_ignored: Any) -> None:
+                 reader_cfg: Mapping[str, Any] | None = None) -> None:
         self.path = Path(path) / file_name if file_name else Path(path)
         self.reader_cfg = dict(reader_cfg or {})
 
@@ -110,10 +110,33 @@ def _decode(raw: bytes, path: Path, line_no: int) -> str:
                            path=str(path), line=line_no) from exc
 
 
+def find_data_file(path: Path) -> Path | None:
+    """``path`` itself, ``path.jsonl``/``path.csv``, or the one data file in folder
+    ``path`` (``test.jsonl`` preferred), as OpenCompass paths like ``'opencompass/aime'``
+    name a dataset rather than a file."""
+    if path.is_file():
+        return path
+    for suffix in (".jsonl", ".csv"):
+        if path.with_name(path.name + suffix).is_file():
+            return path.with_name(path.name + suffix)
+    if path.is_dir():
+        if (path / "test.jsonl").is_file():
+            return path / "test.jsonl"
+        files = [p for p in path.iterdir() if p.suffix in (".jsonl", ".csv")]
+        if len(files) == 1:
+            return files[0]
+    return None
+
+
 def parse_range(spec: str | None) -> slice:
     """``reader_cfg['test_range']`` such as ``'[0:20]'`` → ``slice(0, 20)``."""
-    if not spec:
+    if spec is None or spec == "":
         return slice(None)
+    if not isinstance(spec, str):
+        # OpenCompass reads an integer as "that many rows at random": harness selects
+        # by position only, so say how to write that.
+        raise ValueError(f"test_range must be a string such as '[0:100]', not {spec!r} "
+                         "(rows are selected by position: '[0:N]' is the first N)")
     match = _RANGE.match(spec)
     if not match:
         raise ValueError(f"test_range {spec!r} is not of the form '[start:stop]' "

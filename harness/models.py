@@ -24,12 +24,28 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .config_keys import check_keys, within
 from .errors import ConfigError
 from .records import ModelSpec
 
-#: Model-dict keys sent as generation parameters.
-_GEN_KEYS = ("temperature", "top_p", "stop", "seed", "presence_penalty",
-             "frequency_penalty", "top_k", "min_p", "repetition_penalty")
+#: Model-dict (and ``GenInferencer``) keys sent as generation parameters.
+GEN_KEYS = ("temperature", "top_p", "stop", "seed", "presence_penalty",
+            "frequency_penalty", "top_k", "min_p", "repetition_penalty")
+
+#: The names servers read as the reply's token limit (``max_out_len`` becomes the first).
+TOKEN_LIMIT_KEYS = ("max_tokens", "max_completion_tokens")
+
+#: Model-dict keys harness reads (besides ``GEN_KEYS``).
+MODEL_KEYS = ("type", "abbr", "path", "model", "base_url", "openai_api_base", "api_base",
+              "key", "api_key", "api_key_env", "timeout", "max_attempts", "retry",
+              "concurrency", "transport", "api", "rpm", "tpm", "query_per_second",
+              "max_out_len", "generation_kwargs", "extra_body")
+
+#: OpenCompass model keys accepted without effect: they configure a local model or
+#: OpenCompass's own runner (batching, tokenizer, context length, chat template,
+#: logging), and an HTTP endpoint does that itself. Ported configs keep them.
+INERT_MODEL_KEYS = ("batch_size", "run_cfg", "tokenizer_path", "max_seq_len",
+                    "meta_template", "verbose", "rpm_verbose")
 
 
 @dataclass(frozen=True)
@@ -75,69 +91,97 @@ def model_spec(cfg: Mapping[str, Any], where: str, overrides: ModelOverrides = M
                env: Mapping[str, str] | None = None) -> ModelSpec:
     """A ``ModelSpec`` from an OpenCompass-style or harness-style model dict."""
     env = os.environ if env is None else env
+    with within(where):
+        settings = model_settings(cfg)
+        base_url = _base_url(cfg)
+        if not base_url:
+            raise ConfigError("missing the endpoint (openai_api_base or base_url)",
+                              field="openai_api_base")
+        name = _name(cfg)
+        return ModelSpec(
+            abbr=str(cfg.get("abbr") or name or "model"),
+            model=name,
+            base_url=str(base_url).rstrip("/"),
+            api_key=_api_key(cfg, overrides, env),
+            **{**settings, "timeout": overrides.timeout or settings["timeout"],
+               "max_attempts": overrides.max_attempts or settings["max_attempts"]},
+        )
+
+
+def model_settings(cfg: Any) -> dict[str, Any]:
+    """Check a model dict and read what it says beyond its endpoint, name and key:
+    generation params, timeout, attempts, concurrency, transport, api and pacing.
+
+    Every key must be one harness reads or knows to be inert (``INERT_MODEL_KEYS``).
+    A ``ConfigError``'s field is relative to the dict (see ``config_keys.within``), so
+    a config is checked when it is loaded, before the endpoint is resolved.
+    """
     if not isinstance(cfg, Mapping):
-        raise ConfigError("a model must be a dict", field=where)
-    base_url = _base_url(cfg)
-    if not base_url:
-        raise ConfigError("missing the endpoint (openai_api_base or base_url)",
-                          field=f"{where}.openai_api_base")
-    name = _name(cfg)
-    gen = {k: cfg[k] for k in _GEN_KEYS if cfg.get(k) is not None}
-    gen.update(cfg.get("generation_kwargs") or {})
-    if cfg.get("max_out_len"):
-        gen.setdefault("max_tokens", int(cfg["max_out_len"]))
-    return ModelSpec(
-        abbr=str(cfg.get("abbr") or name or "model"),
-        model=name,
-        base_url=str(base_url).rstrip("/"),
-        api_key=_api_key(cfg, where, overrides, env),
-        gen_params=gen,
-        timeout=float(overrides.timeout or cfg.get("timeout") or 600.0),
-        max_attempts=int(overrides.max_attempts or cfg.get("max_attempts")
-                         or cfg.get("retry") or 6),
-        concurrency=cfg.get("concurrency"),
-        transport=_transport(cfg, where),
-        api=_api(cfg, where),
-        rpm=_rate(cfg, "rpm", where),
-        tpm=_rate(cfg, "tpm", where),
+        raise ConfigError(f"a model must be a dict, not {cfg!r}")
+    check_keys(cfg, (*MODEL_KEYS, *GEN_KEYS, *INERT_MODEL_KEYS), "model")
+    attempts = "max_attempts" if cfg.get("max_attempts") else "retry"
+    return dict(
+        gen_params=_gen_params(cfg),
+        timeout=_positive(cfg, "timeout") or 600.0,
+        max_attempts=_positive(cfg, attempts, int) or 6,
+        concurrency=_positive(cfg, "concurrency", int),
+        transport=_transport(cfg),
+        api=_api(cfg),
+        rpm=_rate(cfg, "rpm"),
+        tpm=_rate(cfg, "tpm"),
     )
 
 
-def _api(cfg: Mapping[str, Any], where: str) -> Any:
+def _gen_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The generation keys, then ``generation_kwargs``, then ``extra_body`` (both sent
+    as they are: the server decides what they mean), then ``max_out_len``."""
+    gen = {k: cfg[k] for k in GEN_KEYS if cfg.get(k) is not None}
+    for name in ("generation_kwargs", "extra_body"):
+        extra = cfg.get(name)
+        if extra is not None and not isinstance(extra, Mapping):
+            raise ConfigError(f"must be a dict, not {extra!r}", field=name)
+        gen.update(extra or {})
+    max_out_len = _positive(cfg, "max_out_len", int)
+    if max_out_len:
+        gen.setdefault(TOKEN_LIMIT_KEYS[0], max_out_len)
+    return gen
+
+
+def _positive(cfg: Mapping[str, Any], name: str, kind: type = float) -> Any:
+    """``cfg[name]`` as a positive ``kind`` (``None`` when absent)."""
+    value = cfg.get(name)
+    if value is None:
+        return None
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not is_number or (kind is int and not isinstance(value, int)):
+        expected = "an integer" if kind is int else "a number"
+        raise ConfigError(f"must be {expected}, not {value!r}", field=name)
+    if value <= 0:
+        raise ConfigError(f"must be positive, not {value!r}", field=name)
+    return kind(value)
+
+
+def _api(cfg: Mapping[str, Any]) -> Any:
     api = cfg.get("api", "chat")
     if api not in ("chat", "completions", "auto"):
-        raise ConfigError("api must be 'chat', 'completions' or 'auto'", field=f"{where}.api")
+        raise ConfigError("api must be 'chat', 'completions' or 'auto'", field="api")
     return api
 
 
-def _rate(cfg: Mapping[str, Any], name: str, where: str) -> float | None:
+def _rate(cfg: Mapping[str, Any], name: str) -> float | None:
     """``rpm``/``tpm`` as a positive number; OpenCompass's ``query_per_second`` is
     read as ``rpm = 60 × qps``."""
-    value, field = cfg.get(name), name
-    if value is None and name == "rpm" and cfg.get("query_per_second") is not None:
-        value, field = 60.0 * _number(cfg["query_per_second"], f"{where}.query_per_second"), \
-            "query_per_second"
-    if value is None:
-        return None
-    value = _number(value, f"{where}.{field}")
-    if value <= 0:
-        raise ConfigError("must be a positive number", field=f"{where}.{field}")
-    return value
+    if name == "rpm" and cfg.get(name) is None and cfg.get("query_per_second") is not None:
+        return 60.0 * _positive(cfg, "query_per_second")
+    return _positive(cfg, name)
 
 
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"must be a number, not {value!r}", field=where)
-    return float(value)
-
-
-def _transport(cfg: Mapping[str, Any], where: str) -> str:
+def _transport(cfg: Mapping[str, Any]) -> str:
     from .transport import TRANSPORTS
 
     name = str(cfg.get("transport") or "aiohttp")
     if name not in TRANSPORTS:
-        raise ConfigError(f"transport must be one of {', '.join(TRANSPORTS)}",
-                          field=f"{where}.transport")
+        raise ConfigError(f"transport must be one of {', '.join(TRANSPORTS)}", field="transport")
     return name
 
 
@@ -154,13 +198,13 @@ def _name(cfg: Mapping[str, Any]) -> str:
     return str(cfg.get("model") or cfg.get("path") or "")
 
 
-def _api_key(cfg: Mapping[str, Any], where: str, overrides: ModelOverrides,
+def _api_key(cfg: Mapping[str, Any], overrides: ModelOverrides,
              env: Mapping[str, str]) -> str:
     var = overrides.api_key_env or cfg.get("api_key_env")
     if var:
         if var not in env:
             raise ConfigError(f"environment variable {var} (named as the API key "
-                              "variable) is not set", field=f"{where}.api_key_env")
+                              "variable) is not set", field="api_key_env")
         return env[var]
     key = cfg.get("api_key", cfg.get("key"))
     if isinstance(key, (list, tuple)):

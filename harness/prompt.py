@@ -55,7 +55,7 @@ class RawPromptTemplate:
 
     kind: PromptKind = "chat"
 
-    def __init__(self, messages: Iterable[Mapping[str, str]], **_ignored: Any) -> None:
+    def __init__(self, messages: Iterable[Mapping[str, str]]) -> None:
         self.messages: Messages = tuple(_normalize(m) for m in messages)
         if not self.messages:
             raise ValueError("RawPromptTemplate needs at least one message")
@@ -72,9 +72,14 @@ class PromptTemplate(RawPromptTemplate):
     A string is a ``text`` prompt: sent as is to a completions endpoint, or as one user
     message to a chat endpoint. Rounds map ``HUMAN``/``BOT``/``SYSTEM`` roles to
     ``user``/``assistant``/``system`` and take their text from ``prompt``.
+
+    ``ice_token`` marks where OpenCompass pastes in-context examples; with
+    ``ZeroRetriever`` there are none, so the marker is removed, as OpenCompass does.
+    ``sep_token`` only matters to OpenCompass's likelihood inferencers: accepted, unused.
     """
 
-    def __init__(self, template: str | Mapping[str, Any], **_ignored: Any) -> None:
+    def __init__(self, template: str | Mapping[str, Any], ice_token: str | None = None,
+                 sep_token: str | None = None) -> None:
         if isinstance(template, str):
             self.kind = "text"
             messages: list[Mapping[str, str]] = [{"role": "user", "content": template}]
@@ -82,6 +87,9 @@ class PromptTemplate(RawPromptTemplate):
             messages = [*template.get("begin", []), *template.get("round", [])]
             messages = [m for m in messages if isinstance(m, Mapping)]
         super().__init__(messages)
+        if ice_token:
+            self.messages = tuple({**m, "content": m["content"].replace(ice_token, "")}
+                                  for m in self.messages)
 
 
 def _normalize(message: Mapping[str, str]) -> dict[str, str]:

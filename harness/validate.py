@@ -1,28 +1,50 @@
 """Check datasets before any request is sent, so bad input costs nothing.
 
 Every selected row is read once (a parse pass is far cheaper than a model call): a
-malformed line, a bad byte, a missing column or an empty selection is reported with the
-file, line and field, and the run never starts. The prompt template is checked against
-the data too: a ``{placeholder}`` that names no input column would reach the model as
-literal text.
+malformed line, a bad byte, a missing column, a null or empty reference or an empty
+selection is reported with the file, line and field, and the run never starts. Rows
+without a reference are left out instead where ``reader_cfg`` says
+``skip_missing_reference=True``; :class:`Selection` counts them. The prompt template is
+checked against the data too: a ``{placeholder}`` that names no input column would
+reach the model as literal text.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from .config import DatasetSpec
 from .errors import ConfigError, DatasetError
+from .postprocessors import is_extraction_failure
 from .prompt import PLACEHOLDER
 
 # A placeholder right after a LaTeX command, ``^`` or ``_`` is math (\frac{a}{b}, x^{n}).
 _MATH_BEFORE = re.compile(r"(\\[A-Za-z]+|[\^_])$")
 
 
+@dataclass(frozen=True)
+class Selection:
+    """What a dataset contributes to a run: ``rows`` it will evaluate and ``skipped``
+    rows left out for a missing reference (``reader_cfg`` ``skip_missing_reference``)."""
+
+    rows: int
+    skipped: int = 0
+
+
 def selected_rows(spec: DatasetSpec,
                   limit: int | None = None) -> Iterator[tuple[int, int, dict[str, Any]]]:
-    """``(index, line, row)`` of the rows in ``test_range`` (and the first ``limit``)."""
+    """``(index, line, row)`` of the rows the run evaluates: those in ``test_range`` (and
+    the first ``limit`` of them), without the skipped ones. Indexes are positions in the
+    file, so a skipped row leaves a gap rather than renumbering the rest."""
+    for index, line, row in _in_range(spec, limit):
+        if not _skipped(spec, row):
+            yield index, line, row
+
+
+def _in_range(spec: DatasetSpec,
+              limit: int | None) -> Iterator[tuple[int, int, dict[str, Any]]]:
     start, stop = spec.test_range.start or 0, spec.test_range.stop
     if limit is not None:
         stop = start + limit if stop is None else min(stop, start + limit)
@@ -34,26 +56,55 @@ def selected_rows(spec: DatasetSpec,
         yield index, line, row
 
 
-def validate_dataset(spec: DatasetSpec, limit: int | None = None) -> int:
-    """Read the rows the run will use and check them; return how many there are."""
-    count = 0
-    for _, line, row in selected_rows(spec, limit):
-        if count == 0:
+def validate_dataset(spec: DatasetSpec, limit: int | None = None) -> Selection:
+    """Read the rows the run will use and check them; say how many there are and how
+    many were skipped."""
+    count = skipped = 0
+    for _, line, row in _in_range(spec, limit):
+        if count + skipped == 0:
             check_placeholders(spec, row)
+        if _skipped(spec, row):
+            skipped += 1
+            continue
         check_row(spec, row, line)
         count += 1
+    if count == 0 and skipped:
+        raise DatasetError(f"all {skipped} selected rows lack a reference in "
+                           f"{spec.output_column!r} (skip_missing_reference=True)",
+                           path=str(spec.reader.path), field=spec.output_column)
     if count == 0:
         raise DatasetError("the dataset has no rows in the selected range",
                            path=str(spec.reader.path))
-    return count
+    return Selection(count, skipped)
 
 
 def check_row(spec: DatasetSpec, row: Mapping[str, Any], line: int) -> None:
-    """Every input column and the output column must be present in ``row``."""
+    """Every input column and the output column must be present in ``row``, and the
+    reference must not be null or empty (a row without an answer cannot be scored)."""
     for column in (*spec.input_columns, *([spec.output_column] if spec.output_column else [])):
         if column not in row:
             raise DatasetError(f"missing column (the row has: {', '.join(row) or 'nothing'})",
                                path=str(spec.reader.path), line=line, field=column)
+    if spec.output_column and missing_reference(row[spec.output_column]):
+        raise DatasetError(f"the reference is empty ({row[spec.output_column]!r}); fix the "
+                           "data, or set skip_missing_reference=True in reader_cfg to leave "
+                           "such rows out", path=str(spec.reader.path), line=line,
+                           field=spec.output_column)
+
+
+def missing_reference(value: Any) -> bool:
+    """A reference that cannot be scored against: null, empty or blank text, an empty
+    list, or a list of only such values (the rule that makes a prediction an extraction
+    failure)."""
+    return is_extraction_failure(value)
+
+
+def _skipped(spec: DatasetSpec, row: Mapping[str, Any]) -> bool:
+    # A row without the column at all is missing its reference too (JSONL writers
+    # often leave out null fields).
+    column = spec.output_column
+    return bool(spec.skip_missing_reference and column
+                and (column not in row or missing_reference(row[column])))
 
 
 def check_placeholders(spec: DatasetSpec, row: Mapping[str, Any]) -> None:

@@ -87,7 +87,7 @@ def test_latex_braces_in_prompts_are_not_placeholders(tmp_path):
     cfg = write_config(tmp_path / "cfg.py", data)
     cfg.write_text(cfg.read_text().replace(
         "content='{question}'", "content='{question} Use \\\\\\\\frac{a}{b}, x^{n} and \\\\\\\\boxed{}.'"))
-    assert validate_dataset(load_config(cfg).datasets[0]) == 2
+    assert validate_dataset(load_config(cfg).datasets[0]).rows == 2
 
 
 async def test_incompatible_store_schema_exit_2_and_keeps_the_store(server, tmp_path):

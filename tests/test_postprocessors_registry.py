@@ -7,6 +7,7 @@ import inspect
 import pytest
 
 import harness.postprocessors as pp
+from harness.errors import ConfigError
 from harness.postprocessors import (
     POSTPROCESSORS,
     build_postprocessor,
@@ -106,13 +107,14 @@ def test_unknown_name_raises_key_error_with_hint() -> None:
         build_postprocessor(dict(type="first-optoin"))
 
 
-def test_bad_kwarg_raises_type_error_naming_postprocessor_and_kwarg() -> None:
-    with pytest.raises(TypeError, match=r"'first-option'.*'option'"):
+def test_bad_kwarg_raises_config_error_naming_postprocessor_and_kwarg() -> None:
+    with pytest.raises(ConfigError, match=r"'option' in postprocessor 'first-option'; "
+                                          r"did you mean 'options'"):
         build_postprocessor(dict(type="first-option", option="ABCD"))
 
 
 def test_bad_kwarg_on_object_names_the_function() -> None:
-    with pytest.raises(TypeError, match=r"gsm8k_postprocess.*'precision'"):
+    with pytest.raises(ConfigError, match=r"'precision'.*gsm8k_postprocess"):
         build_postprocessor(dict(type=gsm8k_postprocess, precision=2))
 
 

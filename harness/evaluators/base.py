@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Iterable, Mapping
 
+from ..config_keys import accepted_keywords, check_keys, within
 from ..registry import Registry
 
 #: Evaluators by name; configs may also give the class itself as ``type``.
@@ -17,26 +18,38 @@ EVALUATORS: Registry[Any] = Registry("evaluator")
 SampleScoreFn = Callable[[Any, Any, Any], "Mapping[str, Any] | bool"]
 
 
+#: The keyword arguments every evaluator takes (see ``BaseEvaluator``).
+EVALUATOR_KEYS = ("timeout", "pred_postprocessor")
+
+
 class BaseEvaluator:
     """Base of every rule evaluator.
 
     ``needs_worker`` evaluators (math-verify) run ``score_sample`` in a worker process
     under ``timeout`` seconds; the others run inline, where they cost microseconds.
+    ``pred_postprocessor`` is applied after the dataset's. A subclass takes its own
+    keyword arguments by name and passes the rest to ``super().__init__``: any other
+    key is an error, never silently ignored.
     """
 
     needs_worker: ClassVar[bool] = False
     metric: ClassVar[str] = "accuracy"
     timeout: float = 30.0
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, timeout: float | None = None,
+                 pred_postprocessor: Mapping[str, Any] | None = None) -> None:
         from ..postprocessors import build_postprocessor
 
-        if "timeout" in kwargs:
-            self.timeout = float(kwargs.pop("timeout"))
+        if timeout is not None:
+            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+                    or timeout <= 0:
+                raise ValueError(f"timeout must be a positive number of seconds, not "
+                                 f"{timeout!r}")
+            self.timeout = float(timeout)
         # OpenCompass evaluators may carry their own pred_postprocessor, applied after the
         # dataset's (a cascade's rule layer uses it; see CascadeEvaluator).
-        self.pred_postprocessor = build_postprocessor(kwargs.pop("pred_postprocessor", None))
-        self.options = kwargs
+        with within("pred_postprocessor"):
+            self.pred_postprocessor = build_postprocessor(pred_postprocessor)
 
     def score_sample(self, prediction: Any, reference: Any,
                      test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -78,21 +91,28 @@ def as_detail(result: Any, prediction: Any, reference: Any) -> dict[str, Any]:
 
 @EVALUATORS.register("SampleScoreEvaluator")
 class SampleScoreEvaluator(BaseEvaluator):
-    """Wrap a custom ``sample_score_fn(prediction, reference, test_item)``.
+    """Wrap a custom ``sample_score_fn(prediction, reference, test_item, **fn_kwargs)``.
 
     The function returns a bool or a dict with ``correct``; configs may write
     ``evaluator=dict(type=SampleScoreEvaluator, sample_score_fn=fn)`` or simply
-    ``evaluator=dict(type=fn)``.
+    ``evaluator=dict(type=fn, threshold=0.5)``, where every key but ``timeout`` and
+    ``pred_postprocessor`` goes to the function: a key its signature does not accept
+    is a ``ConfigError``.
     """
 
-    def __init__(self, sample_score_fn: SampleScoreFn, **kwargs: Any) -> None:
+    def __init__(self, sample_score_fn: SampleScoreFn,
+                 fn_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         if not callable(sample_score_fn):
             raise TypeError("sample_score_fn must be callable")
         self.sample_score_fn = sample_score_fn
+        self.fn_kwargs = dict(fn_kwargs or {})
+        name = getattr(sample_score_fn, "__name__", repr(sample_score_fn))
+        known = accepted_keywords(sample_score_fn, skip=3)
+        check_keys(self.fn_kwargs, None if known is None else {*known, *EVALUATOR_KEYS}, name)
 
     def score_sample(self, prediction: Any, reference: Any,
                      test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Call the function and normalize what it returns."""
-        return as_detail(self.sample_score_fn(prediction, reference, test_item),
-                         prediction, reference)
+        result = self.sample_score_fn(prediction, reference, test_item, **self.fn_kwargs)
+        return as_detail(result, prediction, reference)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping
 
+from ..config_keys import accepted_keywords, check_keys, construct, within
 from ..evaluators.base import EVALUATORS, BaseEvaluator, as_detail
 from ..prompt import RawPromptTemplate
 from .verdict import parse_verdict
@@ -24,27 +25,32 @@ class GenericLLMEvaluator(BaseEvaluator):
     a preset in ``judges/`` (``'grader'``, ``'strict'``). Its placeholders are any column
     of the sample plus ``{prediction}``, ``{reference}`` and ``{obj_gold}``; unknown ones
     stay as written, and filling is one pass. ``judge_cfg`` is described in
-    ``harness.judge.spec``. ``dataset_cfg`` is accepted and ignored (the evaluated
-    dataset supplies the rows), as in a cascade.
+    ``harness.judge.spec``; its keys are checked here, when the config is loaded.
+    ``dataset_cfg`` is accepted and ignored (the evaluated dataset supplies the rows), as
+    in a cascade. ``timeout`` is not taken: a judge call's timeout is ``judge_cfg``'s.
     """
 
     def __init__(self, prompt_template: Mapping[str, Any] | str | None = None,
                  judge_cfg: Mapping[str, Any] | None = None,
                  dataset_cfg: Mapping[str, Any] | None = None,
-                 dict_postprocessor: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
+                 dict_postprocessor: Mapping[str, Any] | None = None,
+                 pred_postprocessor: Mapping[str, Any] | None = None) -> None:
+        super().__init__(pred_postprocessor=pred_postprocessor)
+        from .spec import judge_settings
         from .templates import judge_template
 
-        if isinstance(prompt_template, str):
-            prompt_template = judge_template(prompt_template)
-        if not isinstance(prompt_template, Mapping):
-            raise TypeError("GenericLLMEvaluator needs prompt_template")
-        kind = prompt_template.get("type", RawPromptTemplate)
-        self.template: RawPromptTemplate = kind(
-            **{k: v for k, v in prompt_template.items() if k != "type"})
+        with within("prompt_template"):
+            if isinstance(prompt_template, str):
+                prompt_template = judge_template(prompt_template)
+            if not isinstance(prompt_template, Mapping):
+                raise TypeError("GenericLLMEvaluator needs prompt_template")
+            self.template: RawPromptTemplate = construct(prompt_template, RawPromptTemplate)
+        with within("judge_cfg"):
+            judge_settings(judge_cfg)
         self.judge_cfg = dict(judge_cfg or {})
         self.delimiters = prediction_delimiters(self.template)
-        _check_dict_postprocessor(dict_postprocessor)
+        with within("dict_postprocessor"):
+            _check_dict_postprocessor(dict_postprocessor)
         self.dict_postprocessor = dict_postprocessor
 
     def score_sample(self, prediction: Any, reference: Any,
@@ -125,13 +131,19 @@ class CascadeEvaluator(BaseEvaluator):
         if rule_evaluator is None and sample_score_fn is None:
             raise ValueError("CascadeEvaluator needs rule_evaluator or sample_score_fn "
                              "(or both)")
-        llm = build_evaluator(llm_evaluator)
+        if sample_score_fn is not None and not callable(sample_score_fn):
+            raise TypeError("sample_score_fn must be callable")
+        if not isinstance(parallel, bool):
+            raise TypeError(f"parallel must be True or False, not {parallel!r}")
+        with within("llm_evaluator"):
+            llm = build_evaluator(llm_evaluator)
         if not isinstance(llm, GenericLLMEvaluator):
             raise TypeError("llm_evaluator must be a GenericLLMEvaluator")
         self.llm_evaluator = llm
-        self.rule_evaluator = build_evaluator(rule_evaluator) if rule_evaluator else None
+        with within("rule_evaluator"):
+            self.rule_evaluator = build_evaluator(rule_evaluator) if rule_evaluator else None
         self.sample_score_fn = sample_score_fn
-        self.parallel = bool(parallel)
+        self.parallel = parallel
         # math-verify's rule layer runs in worker processes; a user's function may not
         # pickle (it lives in a config file), so it runs inline.
         self.needs_worker = bool(self.rule_evaluator and self.rule_evaluator.needs_worker
@@ -195,6 +207,10 @@ def generic_llmjudge_postprocess(output: Mapping[Any, Mapping[str, Any]],
 def _check_dict_postprocessor(cfg: Mapping[str, Any] | None) -> None:
     kind = cfg.get("type") if isinstance(cfg, Mapping) else cfg
     if kind in (None, generic_llmjudge_postprocess, "generic_llmjudge_postprocess"):
+        if isinstance(cfg, Mapping):
+            kwargs = {k: v for k, v in cfg.items() if k != "type"}
+            check_keys(kwargs, accepted_keywords(generic_llmjudge_postprocess, skip=1),
+                       "generic_llmjudge_postprocess")
         return
     raise ValueError("dict_postprocessor: harness reads every verdict with its one anchored "
                      "parser; only generic_llmjudge_postprocess is supported")

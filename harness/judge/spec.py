@@ -20,12 +20,17 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from ..config_keys import check_keys, within
 from ..errors import ConfigError
-from ..models import model_spec
+from ..models import GEN_KEYS, INERT_MODEL_KEYS, MODEL_KEYS, model_settings, model_spec
 from ..records import ModelSpec
 from .verdict import CONSTRAINT_MODES, constraint_params
 
 _ENDPOINT_KEYS = ("openai_api_base", "base_url", "api_base")
+
+#: ``judge_cfg`` keys beyond a model dict's (``rpm``, ``tpm`` and ``concurrency`` are
+#: model keys: they pace a judge exactly as they pace a model).
+JUDGE_ONLY_KEYS = ("constrain", "logprobs", "max_reasks")
 
 
 @dataclass(frozen=True)
@@ -58,10 +63,37 @@ class JudgeSpec:
         return params
 
 
+def judge_settings(judge_cfg: Any) -> dict[str, Any]:
+    """Check ``judge_cfg`` (a dict or ``None``) and read its judge settings
+    (``constrain``, ``logprobs``, ``max_reasks``); its model part is checked by
+    ``model_settings``. Needs no endpoint, so a config is checked when it is loaded;
+    a ``ConfigError``'s field is relative (see ``harness.config_keys.within``)."""
+    if judge_cfg is None:
+        judge_cfg = {}
+    if not isinstance(judge_cfg, Mapping):
+        raise ConfigError(f"judge_cfg must be a dict, not {judge_cfg!r}")
+    check_keys(judge_cfg, (*MODEL_KEYS, *GEN_KEYS, *INERT_MODEL_KEYS, *JUDGE_ONLY_KEYS),
+               "judge_cfg")
+    model_settings(_model_part(judge_cfg))
+    constrain = judge_cfg.get("constrain")
+    if constrain is not None and constrain not in CONSTRAINT_MODES:
+        raise ConfigError(f"constrain must be one of {', '.join(CONSTRAINT_MODES)}",
+                          field="constrain")
+    logprobs = judge_cfg.get("logprobs", False)
+    if not isinstance(logprobs, bool):
+        raise ConfigError(f"must be True or False, not {logprobs!r}", field="logprobs")
+    reasks = judge_cfg.get("max_reasks", 2)
+    if isinstance(reasks, bool) or not isinstance(reasks, int) or reasks < 0:
+        raise ConfigError(f"must be a whole number >= 0, not {reasks!r}", field="max_reasks")
+    return dict(constrain=constrain, logprobs=logprobs, max_reasks=reasks)
+
+
 def judge_spec(judge_cfg: Mapping[str, Any] | None, where: str = "judge_cfg",
                env: Mapping[str, str] | None = None) -> JudgeSpec:
     """Resolve ``judge_cfg`` (reading ``OC_JUDGE_*`` when it names no endpoint)."""
     env = os.environ if env is None else env
+    with within(where):
+        settings = judge_settings(judge_cfg)
     cfg = dict(judge_cfg or {})
     if not any(cfg.get(k) for k in _ENDPOINT_KEYS):
         missing = [v for v in ("OC_JUDGE_MODEL", "OC_JUDGE_API_BASE") if not env.get(v)]
@@ -76,18 +108,13 @@ def judge_spec(judge_cfg: Mapping[str, Any] | None, where: str = "judge_cfg",
         cfg.setdefault("abbr", "judge")
     if not (cfg.get("path") or cfg.get("model")):
         raise ConfigError("judge model name missing (path or model)", field=f"{where}.path")
-    constrain = cfg.get("constrain")
-    if constrain is not None and constrain not in CONSTRAINT_MODES:
-        raise ConfigError(f"constrain must be one of {', '.join(CONSTRAINT_MODES)}",
-                          field=f"{where}.constrain")
     if not any(cfg.get(k) for k in ("key", "api_key", "api_key_env")):
         # No key given for the judge: send none, rather than the evaluated model's key
         # from $HARNESS_API_KEY / $OPENAI_API_KEY to what may be another provider.
         env = {k: v for k, v in env.items() if k not in ("HARNESS_API_KEY", "OPENAI_API_KEY")}
-    return JudgeSpec(
-        model=model_spec(cfg, where, env=env),
-        concurrency=int(cfg.get("concurrency") or 8),
-        constrain=constrain,
-        logprobs=bool(cfg.get("logprobs", False)),
-        max_reasks=int(cfg.get("max_reasks", 2)),
-    )
+    model = model_spec(_model_part(cfg), where, env=env)
+    return JudgeSpec(model=model, concurrency=model.concurrency or 8, **settings)
+
+
+def _model_part(judge_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in judge_cfg.items() if k not in JUDGE_ONLY_KEYS}

@@ -6,6 +6,7 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from ..config_keys import accepted_keywords, check_keys
 from ._registry import POSTPROCESSORS
 
 
@@ -34,21 +35,12 @@ class BoundPostprocessor:
 
 def _check_kwargs(func: Callable[..., Any], name: str, kwargs: Mapping[str, Any]) -> None:
     # A typo in a config must fail when the config is loaded, not after the model
-    # has been paid for: bind the kwargs against the signature now.
+    # has been paid for: check the kwargs against the signature now.
+    check_keys(kwargs, accepted_keywords(func, skip=1), f"postprocessor {name!r}")
     try:
         sig = inspect.signature(func)
     except (TypeError, ValueError):  # a builtin without a signature: cannot check
         return
-    params = sig.parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        bad = [k for k in kwargs if k not in params or params[k].kind is params[k].POSITIONAL_ONLY]
-        if bad:
-            accepted = [p.name for p in list(params.values())[1:]
-                        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-            raise TypeError(
-                f"postprocessor {name!r} does not accept keyword argument(s) "
-                f"{', '.join(map(repr, bad))}; it accepts: {', '.join(accepted) or 'none'}"
-            )
     try:
         sig.bind(None, **kwargs)
     except TypeError as exc:
@@ -60,8 +52,9 @@ def build_postprocessor(cfg: Any) -> Callable[[Any], Any] | None:
 
     ``type`` is a registered name (``'first-option'`` or ``'first_option_postprocess'``)
     or the function itself; a bare name or callable is accepted as shorthand.
-    Raises ``KeyError`` for an unknown name and ``TypeError`` for a missing ``type``,
-    a non-callable, or kwargs the function does not accept.
+    Raises ``KeyError`` for an unknown name, ``ConfigError`` for a keyword the function
+    does not accept (its field is the keyword, with a "did you mean"), and
+    ``TypeError`` for a missing ``type``, a non-callable, or a missing argument.
     """
     if cfg is None:
         return None
