@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -265,7 +266,13 @@ def seed_copy(name: str, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("name", sorted(p.name for p in SEEDS.glob("*.py")))
 def test_every_seed_config_still_loads(name, tmp_path):
-    assert load_config(seed_copy(name, tmp_path)).datasets
+    sys.modules.pop("seed_models", None)
+    try:
+        assert load_config(seed_copy(name, tmp_path)).datasets
+    finally:
+        # The config imports its sibling seed_models; do not leave this test's copy in
+        # the module cache for the next config that imports one.
+        sys.modules.pop("seed_models", None)
 
 
 async def test_judge_cfg_model_keys_and_inert_keys_are_accepted(tmp_path):
