@@ -11,7 +11,8 @@ import shlex
 import sys
 from typing import Sequence
 
-#: Exit codes: 0 all scored; 1 some samples failed (rerun to retry them);
+#: Exit codes: 0 all scored; 1 some samples pending, the run is incomplete (rerun to
+#: retry them);
 #: 2 bad config/input or a permanent endpoint error; 130 interrupted.
 EXIT_OK, EXIT_FAILED_SAMPLES, EXIT_CONFIG = 0, 1, 2
 
@@ -134,8 +135,10 @@ def _run(args: argparse.Namespace) -> int:
           f"({report.elapsed:.1f}s)")
     print(f"report: python -m harness report {shlex.quote(str(report.work_dir))}")
     if report.failed:
-        print(f"{report.failed} samples were not fully scored (see 'status' and 'error' in "
-              "the details); run the same command again to retry failed calls.",
+        print(f"INCOMPLETE: {report.failed} samples are pending "
+              f"({_pending_counts(report.summaries)}), so no result above is final: each "
+              "shows the range its accuracy lies in. See 'status' and 'error' in the "
+              "details; run the same command again to retry exactly those samples.",
               file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     return EXIT_OK
@@ -177,6 +180,18 @@ def _list(args: argparse.Namespace) -> int:
 
     print(catalog_text(), end="")
     return EXIT_OK
+
+
+def _pending_counts(summaries: list[dict]) -> str:
+    """``'3 model_error, 2 judge_error'``: the unscored samples of a run by status."""
+    from .records import SCORED_STATUSES
+
+    counts: dict[str, int] = {}
+    for s in summaries:
+        for status, n in s["counts"].items():
+            if status not in SCORED_STATUSES and (s["mode"] != "infer" or status == "model_error"):
+                counts[status] = counts.get(status, 0) + n
+    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
 
 
 def _judge_lines(summaries: list[dict]) -> list[str]:

@@ -35,6 +35,7 @@ from .errors import ModelCallError, PermanentModelError
 from .keys import prediction_key
 from .progress import Progress
 from .records import Completion, ModelSpec, Sample, SampleResult
+from .retry import CallStats
 from .results import Accumulator
 from .scoring import JudgeTask, Scorer
 from .store import Store
@@ -357,8 +358,11 @@ class Pipeline:
         return out
 
     def call_stats(self) -> dict[str, dict[str, Any]]:
-        """Request, retry and token counters per model."""
-        return {abbr: vars(client.stats).copy() for abbr, client in self.clients.items()}
+        """Request, retry and token counters per model (zeros for an endpoint that was
+        never started because nothing needed it)."""
+        stats = {abbr: vars(client.stats).copy() for abbr, client in self.clients.items()}
+        stats.update({abbr: vars(CallStats()) for abbr in self.starters if abbr not in stats})
+        return stats
 
 
 def endpoint_api(model: ModelSpec, dataset: DatasetSpec) -> Literal["chat", "completions"]:

@@ -178,6 +178,72 @@ async def test_logprobs_are_returned(server: LocalModelServer,
     assert len(first.top_logprobs) == 2
 
 
+# the model sees its prompt ---------------------------------------------------------------
+
+
+async def _render(server: LocalModelServer, messages: list[dict[str, str]]) -> str:
+    """The prompt text the server makes of ``messages`` (llama.cpp's /apply-template)."""
+    address = server.base_url.removesuffix("/v1")
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{address}/apply-template", json={"messages": messages}) as r:
+            return (await r.json())["prompt"]
+
+
+async def test_the_rendered_prompt_holds_the_users_text_in_gemma_turns(
+        server: LocalModelServer) -> None:
+    rendered = await _render(server, [{"role": "system", "content": "Be brief."},
+                                      {"role": "user", "content": "What is the capital of Peru?"},
+                                      {"role": "assistant", "content": "Lima."},
+                                      {"role": "user", "content": "And of Chile?"}])
+    assert rendered == ("<start_of_turn>user\nBe brief.\n\nWhat is the capital of Peru?"
+                        "<end_of_turn>\n<start_of_turn>model\nLima.<end_of_turn>\n"
+                        "<start_of_turn>user\nAnd of Chile?<end_of_turn>\n"
+                        "<start_of_turn>model\n")
+
+
+async def test_prompt_tokens_grow_with_the_prompt(server: LocalModelServer,
+                                                  client: openai.AsyncOpenAI) -> None:
+    usage = []
+    for question in ("Hi?", "Name three rivers of South America and say which one is longest, "
+                            "which one is widest and which one carries the most water."):
+        response = await client.chat.completions.create(
+            model=server.model, messages=[{"role": "user", "content": question}],
+            max_tokens=1, temperature=0)
+        usage.append(response.usage.prompt_tokens)
+    assert usage[0] >= 8  # the turn markup and the question, not a template's name
+    assert usage[1] >= usage[0] + 20
+
+
+async def test_different_prompts_give_different_greedy_replies(
+        server: LocalModelServer, client: openai.AsyncOpenAI) -> None:
+    replies = set()
+    for question in ("What is the capital of France?", "Write a haiku about autumn leaves.",
+                     "Translate 'thank you' into German."):
+        response = await client.chat.completions.create(
+            model=server.model, messages=[{"role": "user", "content": question}],
+            max_tokens=12, temperature=0)
+        replies.add(response.choices[0].message.content)
+    assert len(replies) == 3
+
+
+async def test_the_completions_endpoint_continues_a_few_shot_prompt(
+        server: LocalModelServer, client: openai.AsyncOpenAI) -> None:
+    prompt = "2 + 3 = 5\n4 + 1 = 5\n3 + 3 = 6\n1 + 1 ="
+    response = await client.completions.create(model=server.model, prompt=prompt,
+                                               max_tokens=3, temperature=0, stop=["\n"])
+    assert response.choices[0].text.strip() == "2"
+    assert response.usage.prompt_tokens >= 20
+
+
+async def test_a_template_the_server_cannot_render_fails_start_up(model_file: Path) -> None:
+    # llama.cpp reads the template's source: the builtin name 'gemma' renders as itself.
+    running = LocalModelServer(n_parallel=1, gguf=model_file, chat_template="gemma")
+    with pytest.raises(LocalModelError, match="does not render chat messages"):
+        async with running:
+            pass
+    assert running.pid is not None and not _alive(running.pid)
+
+
 # lifecycle -------------------------------------------------------------------------------
 
 

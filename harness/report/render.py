@@ -36,8 +36,10 @@ def render_html(report: dict[str, Any]) -> str:
         "</header>", _nav(sections),
         '<section class="card" id="summary"><h2>Summary</h2>',
         _summary_table(report["summaries"]),
-        '<p class="note">Accuracy is over scored samples, with its 95% Wilson interval; '
-        "extract rate is the share of scored replies an answer was found in.</p></section>",
+        '<p class="note">Accuracy is over every sample, with its 95% Wilson interval; a '
+        "result with pending samples (a failed model or judge call) is incomplete and shows "
+        "only the range its accuracy lies in. Extract rate is the share of scored replies "
+        "an answer was found in.</p></section>",
         _costs(report["judges"], report["models"]),
         *(_section(i, sec, report) for i, sec in enumerate(sections)),
     ]
@@ -105,10 +107,11 @@ def _summary_table(summaries: list[dict[str, Any]]) -> str:
 
 def _cell(s: dict[str, Any]) -> str:
     counts = " · ".join(f"{escape(str(k))} {v}" for k, v in (s.get("counts") or {}).items())
-    if s.get("accuracy") is None:
-        main = (f'<span class="acc">{s.get("total", 0)} predicted</span>'
-                if s.get("mode") == "infer" else '<span class="acc">n/a</span>')
+    if s.get("mode") == "infer":
+        main = f'<span class="acc">{s.get("total", 0)} predicted</span>'
         return f'{main}<div class="small">{counts}</div>'
+    if not s.get("complete", True) or s.get("accuracy") is None:
+        return _incomplete_cell(s, counts)
     ci = s.get("accuracy_ci95")
     parts = [f'<span class="acc">{s["accuracy"]:.2f}%</span>']
     if ci:
@@ -122,11 +125,18 @@ def _cell(s: dict[str, Any]) -> str:
         gain = cascade["final_accuracy"] - cascade["rule_accuracy"]
         parts.append(f'<div class="small">rule {cascade["rule_accuracy"]:.2f} + judge '
                      f'{gain:.2f} ({escape(str(s["judge_mode"]))})</div>')
-    unscored = s.get("total", 0) - s.get("scored", 0)
-    if unscored:
-        parts.append(f'<div class="bad">{unscored} not scored</div>')
     parts.append(f'<div class="small">{counts}</div>')
     return "".join(parts)
+
+
+def _incomplete_cell(s: dict[str, Any], counts: str) -> str:
+    """An incomplete result shows no single number: only the bounds of its accuracy."""
+    bounds = s.get("accuracy_bounds")
+    main = (f'<span class="acc bad">incomplete: {bounds[0]:.2f}–{bounds[1]:.2f}%</span>'
+            if bounds else '<span class="acc">n/a</span>')
+    return (f'{main}<div>{s.get("correct", 0)} / {s.get("total", 0)} correct · '
+            f'<span class="bad">{s.get("pending", 0)} pending</span> (all wrong … all right)'
+            f'</div><div class="small">{counts}</div>')
 
 
 def _costs(judges: list[dict[str, Any]], models: list[dict[str, Any]]) -> str:

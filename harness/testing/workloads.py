@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .replies import echo_last_user
+
 #: The model name the judge answers to in ``write_judge_config`` and ``model_and_judge``.
 JUDGE_MODEL = "judge-model"
 
@@ -30,8 +32,9 @@ def write_arith(path: Path, n: int, start: int = 0) -> Path:
 
 
 def arith_reply(body: dict[str, Any], wrong_every: int = 4) -> str:
-    """Answer the arithmetic question of a request; every ``wrong_every``-th a is wrong."""
-    text = body["messages"][-1]["content"]
+    """Answer the arithmetic question of a request (chat or completions); every
+    ``wrong_every``-th a is wrong."""
+    text = echo_last_user(body)
     match = _QUESTION.search(text)
     if not match:
         return "I do not know."
@@ -55,7 +58,7 @@ _PRED = re.compile(r"<Predicted Answer Begin>\n(.*)\n<Predicted End>", re.DOTALL
 def cascade_reply(body: dict[str, Any]) -> str:
     """Model replies by ``a % 4``: 0, 2 plain and right; 1 right in a form rules miss
     ("N-1 plus one"); 3 wrong."""
-    match = _QUESTION.search(body["messages"][-1]["content"])
+    match = _QUESTION.search(echo_last_user(body))
     if not match:
         return "I do not know."
     a, b = int(match.group(1)), int(match.group(2))
