@@ -47,7 +47,7 @@ def child(config: Path, work: Path, concurrency: int, rerun: bool) -> None:
     from harness.models import ModelOverrides
     from harness.transport import AiohttpTransport
 
-    async def instant(self: Any, body: Any) -> Any:
+    async def instant(self: Any, body: Any, path: str = "/chat/completions") -> Any:
         await anyio.sleep(0)  # a request still yields to the event loop once
         return REPLY
 

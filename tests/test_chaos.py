@@ -18,7 +18,7 @@ TRANSIENT = [
     Fault("server_error", status=500), Fault("server_error", status=502),
     Fault("server_error", status=503), Fault("slow", seconds=30),
     Fault("stall", send_headers=True), Fault("drop"), Fault("malformed_json"),
-    Fault("empty_choices"), Fault("length"), Fault("null_content"),
+    Fault("empty_choices"), Fault("length"), Fault("null_content"), Fault("empty_content"),
 ]
 
 
@@ -40,6 +40,7 @@ async def test_twenty_percent_faults_give_the_clean_run_scores(tmp_path):
             chaos = await harness.evaluate(cfg, work_dir=tmp_path / "chaos", concurrency=16)
         injected = sum(srv.stats.faults.values())
     assert injected > 15 and len(srv.stats.faults) >= 8
+    assert srv.stats.faults["empty_content"] > 0
     a, b = clean.result("arith"), chaos.result("arith")
     for key in ("total", "scored", "correct", "accuracy", "counts"):
         assert a[key] == b[key]
