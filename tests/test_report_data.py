@@ -268,3 +268,38 @@ def test_write_report_defaults_into_the_work_dir(runs):
     assert path == runs[1] / "report.html"
     text = path.read_text(encoding="utf-8")
     assert text.startswith("<!DOCTYPE html>") and "http://" not in text.split("<main>")[0]
+
+
+async def test_an_empty_reply_shows_its_reasoning_and_counts_as_no_answer(tmp_path):
+    from harness.testing import Reply
+
+    def replies(body: dict) -> Reply:
+        if "What is 0 " in body["messages"][-1]["content"]:
+            return Reply("", reasoning="Let me think: 0 + 1 = 1.")
+        return Reply(cascade_reply(body))
+
+    data = write_arith(tmp_path / "a.jsonl", 4)
+    async with FakeOpenAI(responder=replies) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        await harness.evaluate(cfg, work_dir=tmp_path / "w",
+                               overrides=ModelOverrides(max_attempts=1))
+    section = gather(tmp_path / "w")["sections"][0]
+    empty = next(s for s in section["samples"] if s["index"] == 0)
+    assert empty["status"] == "empty_reply" and empty["cat"] == "extract_failed"
+    assert empty["reasoning"] == "Let me think: 0 + 1 = 1." and "extract" in empty["flags"]
+    assert "Reasoning (sent apart from the reply; never scored)" in render_html(
+        gather(tmp_path / "w"))
+
+
+async def test_an_incomplete_result_shows_bounds_not_an_accuracy(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 8)
+    judge_down = lambda body, attempt: (  # noqa: E731
+        Fault("server_error") if body["model"] == "judge-model" else None)
+    async with FakeOpenAI(responder=hostile_model, faults=judge_down,
+                          models=("fake-model", "judge-model")) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url,
+                                 judge={"max_attempts": 1})
+        await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    page = render_html(gather(tmp_path / "w"))
+    # Indices 0, 2, 4, 6 are rule-correct; the other four wait for the judge.
+    assert "incomplete: 50.00–100.00%" in page and "4 pending" in page

@@ -105,6 +105,7 @@ JS = r"""
       box.appendChild(el("pre", null, m.content));
     });
     block("Raw reply", s.reply);
+    block("Reasoning (sent apart from the reply; never scored)", s.reasoning);
     var dl = el("dl");
     function item(name, value) {
       if (value === null || value === undefined) return;

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..records import NO_ANSWER_STATUSES, SCORED_STATUSES
 from .workdir import (details_path, iter_details, load_run_info, load_summaries, read_rows_at,
                       stored_verdict_totals)
 
@@ -36,9 +37,6 @@ INFER_BARS = {"unscored": "predicted (not scored)", "error": "errors"}
 FILTERS = {"all": "all", "wrong": "wrong only", "rescued": "judge-rescued only",
            "disagree": "rule/judge disagreements", "extract": "extraction failures",
            "unparsed": "judge unparsed", "errors": "errors"}
-
-_SCORED = frozenset({"ok", "extract_failed", "timeout"})
-
 
 def kind_of(summary: dict[str, Any]) -> str:
     """``cascade`` (rule layer + judge), ``judge`` (judge only), ``rule`` or ``infer``."""
@@ -68,7 +66,7 @@ def categorize(row: dict[str, Any], kind: str) -> str:
     judge = _judge(row)
     if status == "judge_unparsed":
         return "unparsed"
-    if status not in _SCORED:
+    if status not in SCORED_STATUSES:
         return "error"
     if kind == "infer" or (row.get("correct") is None and kind != "judge"):
         return "unscored"
@@ -80,7 +78,7 @@ def categorize(row: dict[str, Any], kind: str) -> str:
         return "unparsed"
     if status == "timeout" or judge.get("status") == "error":
         return "error"
-    if status == "extract_failed" and kind == "rule":
+    if status in NO_ANSWER_STATUSES and kind == "rule":
         return "extract_failed"
     return "wrong"
 
@@ -96,7 +94,7 @@ def flags_of(row: dict[str, Any], category: str) -> list[str]:
     if (isinstance(rule, dict) and judge.get("status") == "ok"
             and bool(rule.get("correct")) != bool(judge.get("llm_correct"))):
         flags.append("disagree")
-    if row.get("status") == "extract_failed":
+    if row.get("status") in NO_ANSWER_STATUSES:
         flags.append("extract")
     if category == "unparsed":
         flags.append("unparsed")
@@ -156,6 +154,7 @@ def sample_view(row: dict[str, Any], category: str, flags: list[str],
         "prompt": [{"role": str(m.get("role", "")), "content": _text(m.get("content"), limit)}
                    for m in row.get("prompt") or [] if isinstance(m, dict)],
         "reply": _text(row.get("prediction"), limit), "pred": _text(row.get("pred"), limit),
+        "reasoning": _text(row.get("reasoning"), limit),
         "reference": _text(row.get("reference"), limit), "error": _text(row.get("error"), limit),
     }
     if isinstance(rule, dict):
