@@ -119,6 +119,7 @@ def model_settings(cfg: Any) -> dict[str, Any]:
     if not isinstance(cfg, Mapping):
         raise ConfigError(f"a model must be a dict, not {cfg!r}")
     check_keys(cfg, (*MODEL_KEYS, *GEN_KEYS, *INERT_MODEL_KEYS), "model")
+    _check_type(cfg.get("type"))
     attempts = "max_attempts" if cfg.get("max_attempts") else "retry"
     return dict(
         gen_params=_gen_params(cfg),
@@ -130,6 +131,22 @@ def model_settings(cfg: Any) -> dict[str, Any]:
         rpm=_rate(cfg, "rpm"),
         tpm=_rate(cfg, "tpm"),
     )
+
+
+#: Model ``type`` names that mean an OpenAI-compatible endpoint (OpenCompass's API types).
+API_MODEL_TYPES = ("OpenAISDK", "OpenAI")
+
+
+def _check_type(kind: Any) -> None:
+    """A model ``type`` must name an OpenAI-compatible endpoint: a config written for a
+    local OpenCompass model (``HuggingFaceCausalLM``, ``VLLM``…) would otherwise be sent
+    over HTTP to whatever its URL says."""
+    name = kind if isinstance(kind, str) else getattr(kind, "__name__", None)
+    if kind is None or name in API_MODEL_TYPES:
+        return
+    raise ConfigError(f"harness evaluates OpenAI-compatible endpoints; type {name or kind!r} "
+                      "is not one. Serve the model (vLLM, SGLang, llama.cpp) and use "
+                      "type=OpenAISDK with openai_api_base", field="type")
 
 
 def _gen_params(cfg: Mapping[str, Any]) -> dict[str, Any]:

@@ -34,3 +34,7 @@ async def test_local_judge_constrained_to_a_or_b_records_probabilities(tmp_path)
         evaluation = row["llm_evaluation"]
         assert evaluation["prediction"] in ("A", "B")
         assert 0.0 <= evaluation["probability"] <= 1.0
+    # The judge reads each sample's own prompt: different questions and predictions give
+    # different verdict probabilities (a prompt the server rendered as a constant would
+    # give one probability for all).
+    assert len({round(row["llm_evaluation"]["probability"], 6) for row in rows}) >= 3
