@@ -110,8 +110,10 @@ def _run(args: argparse.Namespace) -> int:
             limit=args.limit, overrides=overrides, dump_details=args.dump_details,
             show_progress=not args.quiet))
 
-    # This process is ours: collect garbage for throughput (see harness.gc_tuning).
+    # This process is ours: collect garbage for throughput (see harness.gc_tuning), and
+    # show the library's warnings (a context too small for max_out_len, say).
     tune_gc()
+    _show_warnings()
     try:
         report = anyio.run(go)
     except KeyboardInterrupt:
@@ -142,6 +144,16 @@ def _run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     return EXIT_OK
+
+
+def _show_warnings() -> None:
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("warning: %(message)s"))
+    log = logging.getLogger("harness")
+    log.addHandler(handler)
+    log.setLevel(logging.WARNING)
 
 
 def _report(args: argparse.Namespace) -> int:
