@@ -120,7 +120,7 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
     """
     run_config = _load(config, datasets, models)
     specs = resolve_models(run_config.models, overrides)
-    rows = sum(validate_dataset(d, limit).rows * d.n for d in run_config.datasets)
+    rows = {d.abbr: validate_dataset(d, limit).rows * d.n for d in run_config.datasets}
     # Without a work_dir, each config gets its own, so two configs never share a store.
     default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
     work = Path(work_dir or run_config.work_dir or default)
@@ -131,8 +131,10 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
         # server is started or request sent.
         store = await stack.enter_async_context(Store(work))
         starters = {}
+        pairs = None
         if mode == "eval":
-            specs = await models_for_eval(specs, store, [d.abbr for d in run_config.datasets])
+            selection = await models_for_eval(specs, store, list(rows))
+            specs, pairs = selection.models, selection.pairs
         elif specs is None:
             # Started by the first sample that needs it: a rerun served from the store
             # never starts it.
@@ -144,9 +146,11 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
         specs = _unique(specs)
         if mode != "eval":
             await store.record_models(spec_record(s) for s in specs)
-        progress.total = rows * len(specs)
+        progress.total = sum(n for d, n in rows.items() for s in specs
+                             if pairs is None or (s.abbr, d) in pairs)
         pipeline = Pipeline(run_config.datasets, specs, store,
-                            PipelineOptions(work, mode, concurrency, limit, dump_details),
+                            PipelineOptions(work, mode, concurrency, limit, dump_details,
+                                            pairs=pairs),
                             progress, starters)
         send, receive = anyio.create_memory_object_stream[SampleResult](0)
         run = Run(receive)

@@ -93,7 +93,6 @@ class ModelClient:
         if self.limiter is not None:  # a token budget to pace by
             estimate = (sum(len(m.get("content") or "") for m in messages) // 4
                         + int(max_tokens or 0))
-        truncations = 0
 
         async def attempt() -> CallResult:
             async with self._slots:
@@ -115,15 +114,7 @@ class ModelClient:
             finally:
                 if self._counts is not None:
                     self._counts.in_flight -= 1
-            try:
-                result = _read(data, max_tokens)  # BadResponse (retried) if malformed
-            except SuspectTruncation as exc:
-                # One more try for a reply cut short; cut short again, it is the answer.
-                nonlocal truncations
-                truncations += 1
-                if truncations == 1:
-                    raise
-                result = exc.result
+            result = _read(data, max_tokens)  # BadResponse (retried) if malformed
             if self.limiter is not None:
                 actual = result.prompt_tokens + result.completion_tokens
                 if actual:
@@ -175,7 +166,10 @@ class UsableReply(BadResponse):
 
 class SuspectTruncation(UsableReply):
     """``finish_reason='length'`` before ``max_tokens`` was reached: a reply cut short by
-    a server hiccup, worth one more try (a real length stop uses all ``max_tokens``)."""
+    a server hiccup, worth one more try (a real length stop uses all ``max_tokens``;
+    ``retry.KIND_ATTEMPTS`` allows one)."""
+
+    kind = "truncated"
 
     def __init__(self, result: CallResult) -> None:
         super().__init__("the reply stopped for length before max_tokens", result)
@@ -184,6 +178,8 @@ class SuspectTruncation(UsableReply):
 class EmptyReply(UsableReply):
     """An answer of ``""`` (a proxy fault, or a reasoning model that put everything in
     ``reasoning_content``): retried like a malformed reply."""
+
+    kind = "empty_reply"
 
     def __init__(self, result: CallResult) -> None:
         super().__init__("the reply's content is empty", result)
@@ -217,13 +213,12 @@ def _read(data: Any, max_tokens: int | None) -> CallResult:
         raise BadResponse(f"malformed usage or logprobs: {exc!r}") from exc
     length_stop = result.finish_reason == "length" and max_tokens
     used = usage.get("completion_tokens")
-    early = length_stop and used is not None and used < int(max_tokens)
-    if not text.strip() and not (length_stop and not early):
+    if length_stop and used is not None and used < int(max_tokens):
+        raise SuspectTruncation(result)  # empty or not: cut short, asked once more
+    if not text.strip() and not length_stop:
         # A real length stop that left no answer (all reasoning) is the model's output;
         # any other empty answer may be a fault.
         raise EmptyReply(result)
-    if early:
-        raise SuspectTruncation(result)
     return result
 
 

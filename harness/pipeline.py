@@ -43,7 +43,8 @@ from .validate import check_row, selected_rows
 
 Mode = Literal["all", "infer", "eval"]
 
-#: Starts an endpoint on first use and returns the spec that points at it.
+#: Starts an endpoint on first use and returns the spec that points at it; called by
+#: every worker that needs the endpoint, it starts it once.
 Starter = Callable[[ModelSpec], Awaitable[ModelSpec]]
 
 #: Samples looked up in the store per query.
@@ -64,6 +65,9 @@ class PipelineOptions:
     limit: int | None = None
     dump_details: bool = True
     rule_workers: int | None = None
+    #: The ``(model, dataset)`` pairs to run (``None``: all); ``--mode eval`` leaves out
+    #: the pairs with nothing stored.
+    pairs: frozenset[tuple[str, str]] | None = None
 
 
 class Pipeline:
@@ -77,7 +81,6 @@ class Pipeline:
         # Endpoints started on first use (the embedded model): abbr → a function that
         # starts it and returns the spec pointing at it.
         self.starters = dict(starters or {})
-        self._starting = anyio.Lock()
         self.store = store
         self.options = options
         self.progress = progress or Progress()
@@ -92,7 +95,10 @@ class Pipeline:
             (m, d): Accumulator(m, d, options.mode, self._details_path(m, d),
                                 judge_mode=self._judge_mode(d),
                                 replicas=self.datasets[d].n)
-            for m in self.models for d in self.datasets}
+            for m in self.models for d in self.datasets if self._included(m, d)}
+
+    def _included(self, model: str, dataset: str) -> bool:
+        return self.options.pairs is None or (model, dataset) in self.options.pairs
 
     def _build_judges(self) -> None:
         """Resolve every judge config now, so a missing judge fails before any request."""
@@ -158,11 +164,10 @@ class Pipeline:
         return client
 
     async def _client(self, abbr: str) -> ModelClient:
-        """The client of model ``abbr``, starting its endpoint first if it starts on use."""
-        async with self._starting:
-            if abbr not in self.clients:
-                self._add_client(await self.starters[abbr](self.models[abbr]))
-        return self.clients[abbr]
+        """The client of model ``abbr``, starting its endpoint first if it starts on use
+        (a starter starts its endpoint once, however many callers wait for it)."""
+        spec = await self.starters[abbr](self.models[abbr])
+        return self.clients.get(abbr) or self._add_client(spec)
 
     async def _run_stages(self) -> None:
         create = anyio.create_memory_object_stream
@@ -195,6 +200,8 @@ class Pipeline:
         async with model_send, score_send, judge_send:
             for model in self.models.values():
                 for dataset in self.datasets.values():
+                    if not self._included(model.abbr, dataset.abbr):
+                        continue
                     batch: list[Sample] = []
                     for sample in self._samples(model, dataset):
                         batch.append(sample)

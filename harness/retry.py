@@ -26,7 +26,12 @@ MAX_RETRY_AFTER = 120.0
 
 
 class BadResponse(Exception):
-    """The server answered 200 with something that is not a usable completion."""
+    """The server answered 200 with something that is not a usable completion.
+
+    ``kind`` names the failure in the call statistics; subclasses name their own.
+    """
+
+    kind = "bad_response"
 
 
 @dataclass
@@ -78,7 +83,9 @@ def classify(exc: BaseException) -> Classified:
             return _by_status(exc.status_code, exc.response.headers)
         if isinstance(exc, openai.APIConnectionError):
             return Classified("connection", True)
-    if isinstance(exc, (BadResponse, ValueError)):  # JSONDecodeError is a ValueError
+    if isinstance(exc, BadResponse):
+        return Classified(exc.kind, True)
+    if isinstance(exc, ValueError):  # a body that is not JSON (JSONDecodeError)
         return Classified("bad_response", True)
     return Classified("unexpected", False)
 
@@ -108,9 +115,19 @@ def _retry_after(headers: Any) -> float | None:
         return None  # an HTTP date: rare for APIs; fall back to backoff
 
 
+#: Attempts a call gets for failures of these kinds, fewer than ``max_attempts``: a reply
+#: cut short for length before ``max_tokens`` is asked once more (a second cut is the
+#: server's real answer, such as a full context, which more attempts would only repeat).
+KIND_ATTEMPTS = {"truncated": 2}
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Bounded exponential backoff with full jitter; ``Retry-After`` is a floor."""
+    """Bounded exponential backoff with full jitter; ``Retry-After`` is a floor.
+
+    A call gets ``max_attempts`` attempts, but at most ``KIND_ATTEMPTS[kind]`` of them
+    fail with a failure of ``kind``.
+    """
 
     max_attempts: int = 6
     initial: float = 0.5
@@ -132,6 +149,7 @@ class RetryPolicy:
         """
 
         tries = 0
+        failed: dict[str, int] = {}  # failures of this call, by kind
 
         async def counted() -> T:
             nonlocal tries
@@ -140,8 +158,15 @@ class RetryPolicy:
             try:
                 return await attempt()
             except Exception as exc:
-                stats.count(classify(exc).kind)
+                kind = classify(exc).kind
+                stats.count(kind)
+                failed[kind] = failed.get(kind, 0) + 1
                 raise
+
+        def retryable(exc: BaseException) -> bool:
+            info = classify(exc)
+            return info.retryable and failed.get(info.kind, 0) < KIND_ATTEMPTS.get(
+                info.kind, self.max_attempts)
 
         try:
             # Most calls succeed at once: only a failure pays for building the
@@ -149,11 +174,11 @@ class RetryPolicy:
             try:
                 return await counted(), tries
             except Exception as exc:
-                if self.max_attempts <= 1 or not classify(exc).retryable:
+                if self.max_attempts <= 1 or not retryable(exc):
                     raise
                 stats.retries += 1
                 await anyio.sleep(self.delay(exc, 1))
-            return await self._retrying(stats)(counted), tries
+            return await self._retrying(stats, retryable)(counted), tries
         except Exception as exc:
             stats.failures += 1
             info = classify(exc)
@@ -162,7 +187,8 @@ class RetryPolicy:
             cls = PermanentModelError if info.kind in ("auth", "not_found") else ModelCallError
             raise cls(message, kind=info.kind, status=info.status, attempts=tries) from exc
 
-    def _retrying(self, stats: CallStats) -> AsyncRetrying:
+    def _retrying(self, stats: CallStats,
+                  retryable: Callable[[BaseException], bool]) -> AsyncRetrying:
         """The tenacity loop for attempts 2..max (attempt 1 already failed)."""
 
         def before_sleep(state: RetryCallState) -> None:
@@ -175,7 +201,7 @@ class RetryPolicy:
         return AsyncRetrying(
             stop=stop_after_attempt(self.max_attempts - 1),
             wait=wait,
-            retry=retry_if_exception(lambda e: classify(e).retryable),
+            retry=retry_if_exception(retryable),
             sleep=anyio.sleep,
             before_sleep=before_sleep,
             reraise=True,

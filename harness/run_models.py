@@ -12,7 +12,7 @@ settles the rest against the work directory:
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from .errors import ConfigError, ModelCallError, PermanentModelError
@@ -35,33 +35,52 @@ def spec_from_record(record: Mapping[str, Any]) -> ModelSpec:
     return ModelSpec(**{name: record[name] for name in _RECORDED if name in record})
 
 
+@dataclass(frozen=True)
+class EvalSelection:
+    """What ``--mode eval`` re-scores: the models, and the ``(model, dataset)`` pairs with
+    stored predictions (``None``: every pair, for a store that recorded no models)."""
+
+    models: list[ModelSpec]
+    pairs: frozenset[tuple[str, str]] | None
+
+
 async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
-                          datasets: Sequence[str]) -> list[ModelSpec]:
+                          datasets: Sequence[str]) -> EvalSelection:
     """The models ``--mode eval`` re-scores: those asked for, else every recorded one
     with stored predictions for ``datasets``.
 
-    A model asked for must have stored predictions in this work directory (matched by
-    endpoint and name; only an endpoint matches every model stored for it), so a
-    re-score never writes results for a model that predicted nothing here.
+    A model asked for must have stored predictions in this work directory, matched by
+    endpoint and name (and by ``abbr`` where two stored models share both); only an
+    endpoint matches every model stored for it. The stored spec is what is re-scored, so
+    its keys are the ones its predictions were stored under. A work directory written
+    before models were recorded re-scores the models it is given.
     """
     recorded = [spec_from_record(r) for r in await store.recorded_models(datasets)]
+    pairs = frozenset(await store.stored_pairs(datasets))
     where = str(store.work_dir)
     if not recorded:
-        raise ConfigError(f"{where} holds no stored predictions to re-score; run without "
-                          "--mode eval first", field="--mode")
+        if specs and all(s.model for s in specs) and pairs:
+            return EvalSelection(specs, None)
+        hint = ("; it was written by an earlier harness that did not record its models: "
+                "name the model with --model-base-url and --model" if pairs else
+                "; run without --mode eval first")
+        raise ConfigError(f"{where} holds no recorded predictions of these datasets to "
+                          f"re-score{hint}", field="--mode")
     if specs is None:
-        return recorded
-    chosen: list[ModelSpec] = []
+        return EvalSelection(recorded, pairs)
+    chosen: dict[str, ModelSpec] = {}
     for spec in specs:
         matches = [r for r in recorded if _same_endpoint(r, spec)
                    and (not spec.model or r.model == spec.model)]
         if not matches:
-            stored = ", ".join(f"{r.model} at {r.identity()['endpoint']}" for r in recorded)
+            stored = ", ".join(f"{r.abbr} ({r.model} at {r.identity()['endpoint']})"
+                               for r in recorded)
             raise ConfigError(f"{where} holds no predictions of model {spec.model or '(any)'} "
                               f"at {spec.base_url}; --mode eval re-scores stored predictions "
                               f"(stored: {stored})", field="--mode")
-        chosen += [replace(spec, model=r.model) if spec.model else r for r in matches]
-    return chosen
+        for r in [r for r in matches if r.abbr == spec.abbr] or matches:
+            chosen.setdefault(r.abbr, r)
+    return EvalSelection(list(chosen.values()), pairs)
 
 
 def _same_endpoint(recorded: ModelSpec, asked: ModelSpec) -> bool:

@@ -97,10 +97,16 @@ class Scorer:
             return result("model_error", error=completion.error)
         if not completion.text or completion.text.isspace():
             # Still empty after its retries: the model answered nothing, which is wrong
-            # (a transient empty reply was retried and never gets here).
+            # (a transient empty reply was retried and never gets here). Nothing for a
+            # judge to read; a cascade's rule layer counts it as a rule failure.
             scored = self.mode != "infer" and dataset.evaluator is not None
-            return result("empty_reply", "", correct=False if scored else None,
-                          error="the model's reply was empty")
+            empty = result("empty_reply", "", correct=False if scored else None,
+                           error="the model's reply was empty")
+            has_rule, judge, _ = self.plans[sample.dataset]
+            if scored and has_rule and judge is not None:
+                return replace(empty, rule_correct=False,
+                               details={**empty.details, "cascade_correct": False})
+            return empty
         if self.mode == "infer" or dataset.evaluator is None:
             return result("ok")
         stage = self.progress.rules

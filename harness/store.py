@@ -233,6 +233,16 @@ class Store:
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: reading models failed: {exc}") from exc
 
+    async def stored_pairs(self, datasets: Sequence[str]) -> set[tuple[str, str]]:
+        """``(model, dataset)`` pairs with at least one stored prediction, for ``datasets``."""
+        sql = ("SELECT DISTINCT model, dataset FROM predictions WHERE status = 'ok' AND "
+               f"dataset IN ({','.join('?' * len(datasets))})")
+        try:
+            async with self.conn.execute(sql, tuple(datasets)) as cur:
+                return {(row[0], row[1]) for row in await cur.fetchall()}
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: reading predictions failed: {exc}") from exc
+
     async def lookup_predictions(self, keys: Sequence[str]) -> dict[str, StoredPrediction]:
         """Stored successful predictions among ``keys`` (one query per call)."""
         if not keys:

@@ -100,3 +100,27 @@ async def test_empty_replies_stored_by_schema_1_are_asked_again(tmp_path):
     assert srv.stats.total == 5
     assert rerun.result("arith")["correct"] == clean.result("arith")["correct"]
     assert rerun.result("arith")["counts"] == {"ok": N}
+
+
+async def test_in_a_cascade_an_empty_reply_is_a_rule_failure_in_the_layer_split(tmp_path):
+    from .helpers import JUDGE_MODEL, model_and_judge, write_judge_config
+
+    def replies(body):
+        # Indices 0 and 2 (rule-correct otherwise) answer nothing.
+        if body["model"] != JUDGE_MODEL and any(
+                f"What is {a} + " in body["messages"][-1]["content"] for a in (0, 2)):
+            return Reply("")
+        return model_and_judge(body)
+
+    data = write_arith(tmp_path / "a.jsonl", 8)
+    async with FakeOpenAI(responder=replies, models=("fake-model", JUDGE_MODEL)) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url)
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w",
+                                        overrides=harness.ModelOverrides(max_attempts=1))
+    result = report.result("arith")
+    stats = result["cascade_stats"]
+    # Rule-correct: 4, 6; rescued by the judge: 1, 5; wrong: 3, 7; empty: 0, 2.
+    assert result["counts"] == {"empty_reply": 2, "ok": 6}
+    assert stats["total_samples"] == 8 and stats["rule_correct"] == 2
+    assert stats["rule_accuracy"] == 25.0 and stats["final_accuracy"] == 50.0
+    assert "50.00 (4/8, extract 75%) = rule 25.00 + judge 25.00" in report.table()

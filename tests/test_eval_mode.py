@@ -100,3 +100,66 @@ async def test_a_stored_rerun_and_eval_mode_start_no_embedded_server(tmp_path, m
         summary = json.loads((work / "summary.json").read_text())["results"]
         assert [r["model"] for r in summary] == ["gemma-3-270m"]
         assert summary[0]["cached_predictions"] == 2
+
+
+async def test_two_stored_models_on_one_endpoint_are_each_rescored_once(server, tmp_path):
+    import harness
+
+    from .helpers import model_cfg
+
+    data = write_arith(tmp_path / "a.jsonl", N)
+    models = [{**model_cfg(server.base_url), "abbr": "cold", "temperature": 0.0},
+              {**model_cfg(server.base_url), "abbr": "warm", "temperature": 0.7}]
+    cfg = write_config(tmp_path / "cfg.py", data, models=models)
+    await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    server.reset()
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval")
+    assert sorted(s["model"] for s in report.summaries) == ["cold", "warm"]
+    assert all(s["complete"] and s["cached_predictions"] == N for s in report.summaries)
+    assert results_files(tmp_path / "w") == ["cold/arith.json", "warm/arith.json"]
+    # Endpoint flags stand for the config's first model, as in a run that predicts.
+    flags = harness.ModelOverrides(base_url=server.base_url, model="fake-model")
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval", overrides=flags)
+    assert [s["model"] for s in report.summaries] == ["cold"]
+    assert report.complete
+    assert server.stats.total == 0
+
+
+async def test_a_dataset_a_model_never_predicted_gets_no_results(server, tmp_path):
+    import harness
+
+    from .helpers import model_cfg
+
+    data = write_arith(tmp_path / "a.jsonl", N)
+    cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(server.base_url)])
+    await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    two = tmp_path / "two.py"
+    two.write_text(cfg.read_text() + "datasets = [*datasets, dict(datasets[0], abbr='other')]\n")
+    report = await harness.evaluate(two, work_dir=tmp_path / "w", mode="eval")
+    assert [(s["model"], s["dataset"]) for s in report.summaries] == [("fake", "arith")]
+    assert report.complete
+
+
+async def test_a_work_dir_from_before_models_were_recorded_is_rescored_by_name(server, tmp_path):
+    import sqlite3
+
+    data = write_arith(tmp_path / "a.jsonl", N)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    work = tmp_path / "w"
+    flags = ("--model-base-url", server.base_url, "--model", "fake-model")
+    await run(str(cfg), "-w", str(work), *flags)
+    # What an earlier harness left: schema 1, no reasoning column, no models recorded.
+    con = sqlite3.connect(work / "harness.db")
+    con.execute("ALTER TABLE predictions DROP COLUMN reasoning")
+    con.execute("DROP TABLE models")
+    con.execute("UPDATE meta SET value = '1' WHERE name = 'schema_version'")
+    con.commit()
+    con.close()
+    server.reset()
+    unnamed = await run(str(cfg), "-w", str(work), "--mode", "eval")
+    assert unnamed.returncode == 2
+    assert "earlier harness" in unnamed.stderr.decode() and "--model" in unnamed.stderr.decode()
+    named = await run(str(cfg), "-w", str(work), "--mode", "eval", *flags)
+    assert named.returncode == 0, named.stderr.decode()
+    assert json.loads((work / "summary.json").read_text())["results"][0]["scored"] == N
+    assert server.stats.total == 0

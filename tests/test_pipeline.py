@@ -89,7 +89,7 @@ async def test_eval_mode_reports_unpredicted_samples_as_missing(server, arith, t
 
 async def test_eval_mode_on_an_empty_work_dir_is_refused(server, arith, tmp_path):
     cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
-    with pytest.raises(harness.ConfigError, match="no stored predictions"):
+    with pytest.raises(harness.ConfigError, match="no recorded predictions"):
         await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval")
     assert server.stats.total == 0
     assert not (tmp_path / "w" / "results").exists()

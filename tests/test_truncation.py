@@ -53,3 +53,15 @@ async def test_every_retry_is_counted_in_the_progress_line(tmp_path):
         await harness.evaluate(cfg, work_dir=tmp_path / "w", progress=progress)
     assert f"{2 * N} retries" in progress.line()
     assert f"{N}/{N} samples" in progress.line()
+
+
+async def test_an_empty_reply_cut_short_is_asked_again_once_too(tmp_path):
+    # What a full context slot sends: no answer at all, stopped for length.
+    data = write_arith(tmp_path / "a.jsonl", N)
+    async with FakeOpenAI(responder=arith_reply,
+                          faults=lambda body, attempt: Fault("length", keep=0)) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert srv.stats.total == 2 * N
+    assert report.result("arith")["counts"] == {"empty_reply": N}
+    assert report.call_stats["fake"]["by_kind"] == {"truncated": 2 * N}
