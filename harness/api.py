@@ -44,11 +44,9 @@ class RunReport:
 
     @property
     def failed(self) -> int:
-        """Samples not scored yet (a failed model or judge call, a missing prediction, an
-        evaluator error, an unreadable judge-only verdict): the run is incomplete while
-        there are any. A rerun retries the failed calls."""
-        return sum(s["counts"].get("model_error", 0) if s["mode"] == "infer" else s["pending"]
-                   for s in self.summaries)
+        """Samples pending (not scored, or with ``mode='infer'`` not predicted): the run
+        is incomplete while there are any. See ``results.Accumulator.summary``."""
+        return sum(s["pending"] for s in self.summaries)
 
     @property
     def complete(self) -> bool:

@@ -137,11 +137,11 @@ def _run(args: argparse.Namespace) -> int:
           f"({report.elapsed:.1f}s)")
     print(f"report: python -m harness report {shlex.quote(str(report.work_dir))}")
     if report.failed:
-        print(f"INCOMPLETE: {report.failed} samples are pending "
-              f"({_pending_counts(report.summaries)}), so no result above is final: each "
-              "shows the range its accuracy lies in. See 'status' and 'error' in the "
-              "details; run the same command again to retry exactly those samples.",
-              file=sys.stderr)
+        print(f"INCOMPLETE: {report.failed} samples are pending, so no result above is "
+              "final: each shows the range its accuracy lies in. See 'status' and "
+              "'error' in the details.", file=sys.stderr)
+        for line in _pending_lines(report.summaries):
+            print(f"  {line}", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     return EXIT_OK
 
@@ -194,16 +194,25 @@ def _list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _pending_counts(summaries: list[dict]) -> str:
-    """``'3 model_error, 2 judge_error'``: the unscored samples of a run by status."""
-    from .records import SCORED_STATUSES
+#: What to do about each kind of pending sample.
+_PENDING_ADVICE = {
+    "model_error": "the model call failed for good: run the same command again to retry it",
+    "judge_error": "the judge call failed for good: run the same command again to retry it",
+    "judge_unparsed": "the judge's verdict stayed unreadable after its re-asks (a rerun "
+                      "keeps it): use a judge that answers A or B, or constrain its reply",
+    "eval_error": "the evaluator raised on the sample: fix it and re-score with --mode eval",
+    "missing": "never predicted: run without --mode eval to predict it",
+}
 
+
+def _pending_lines(summaries: list[dict]) -> list[str]:
+    """One line per kind of pending sample in a run: how many, and what to do."""
     counts: dict[str, int] = {}
     for s in summaries:
-        for status, n in s["counts"].items():
-            if status not in SCORED_STATUSES and (s["mode"] != "infer" or status == "model_error"):
-                counts[status] = counts.get(status, 0) + n
-    return ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+        for status, n in s["pending_counts"].items():
+            counts[status] = counts.get(status, 0) + n
+    return [f"{n} {status}: {_PENDING_ADVICE.get(status, 'see the details')}"
+            for status, n in sorted(counts.items())]
 
 
 def _judge_lines(summaries: list[dict]) -> list[str]:

@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .config_keys import check_keys, construct, within
+from .config_keys import check_keys, construct, positive, within
 from .dataset import CustomDataset, find_data_file, parse_range
 from .errors import ConfigError
 from .evaluators import BaseEvaluator, build_evaluator
@@ -65,11 +65,7 @@ class GenInferencer:
                  *TOKEN_LIMIT_KEYS)
         check_keys(gen_kwargs, known, "GenInferencer")
         self.gen_kwargs = {k: v for k, v in gen_kwargs.items() if k not in INERT_INFERENCER_KEYS}
-        if max_out_len is not None:
-            if isinstance(max_out_len, bool) or not isinstance(max_out_len, int) \
-                    or max_out_len < 1:
-                raise ConfigError(f"must be a positive integer, not {max_out_len!r}",
-                                  field="max_out_len")
+        if positive(max_out_len, "max_out_len", int) is not None:
             _only_one(self.gen_kwargs, "max_out_len", *TOKEN_LIMIT_KEYS)
         if stopping_criteria:
             _only_one(self.gen_kwargs, "stopping_criteria", "stop")
@@ -213,9 +209,7 @@ def _dataset(cfg: Any, base: Path) -> DatasetSpec:
         pred_pp = _guarded("pred_postprocessor", build_postprocessor, eval_cfg)
         ref_pp = _guarded("dataset_postprocessor", build_postprocessor, eval_cfg)
         evaluator = _guarded("evaluator", build_evaluator, eval_cfg)
-    n = cfg.get("n", 1)
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"must be a positive integer, not {n!r}", field="n")
+    n = positive(cfg.get("n", 1), "n", int)
     abbr = str(cfg.get("abbr") or Path(str(cfg["path"])).stem)
     return DatasetSpec(abbr, reader, columns, output_column, template, inferencer.gen_params(),
                        pred_pp, ref_pp, evaluator, n, test_range, skip)

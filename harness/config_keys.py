@@ -104,6 +104,20 @@ def construct(cfg: Mapping[str, Any], default: Callable[..., Any] | None = None)
     return kind(**kwargs)
 
 
+def positive(value: Any, field: str, kind: type = float) -> Any:
+    """``value`` as a positive ``kind`` (``int`` or ``float``), ``None`` when it is
+    ``None``; anything else is a ``ConfigError`` naming ``field``."""
+    if value is None:
+        return None
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not is_number or (kind is int and not isinstance(value, int)):
+        expected = "an integer" if kind is int else "a number"
+        raise ConfigError(f"must be {expected}, not {value!r}", field=field)
+    if value <= 0:
+        raise ConfigError(f"must be positive, not {value!r}", field=field)
+    return kind(value)
+
+
 @contextlib.contextmanager
 def within(prefix: str, path: str | None = None) -> Iterator[None]:
     """Put ``prefix`` in front of the field of a ``ConfigError`` raised inside, and name

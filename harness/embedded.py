@@ -63,7 +63,8 @@ def context_per_slot(datasets: Iterable[DatasetSpec], limit: int | None) -> int:
     """
     need = MIN_CTX_PER_SLOT
     for dataset in datasets:
-        out = int(dataset.gen_params.get("max_tokens") or DEFAULT_OUT_TOKENS)
+        out = int(dataset.gen_params.get("max_tokens")
+                  or dataset.gen_params.get("max_completion_tokens") or DEFAULT_OUT_TOKENS)
         need = max(need, _longest_prompt(dataset, limit) + out + 16)
     if need > MAX_CTX_PER_SLOT:
         log.warning("the embedded model's context holds %d tokens; prompts plus max_out_len "

@@ -27,12 +27,19 @@ def content_key(kind: str, **parts: Any) -> str:
     return hashlib.sha256(canonical_json({"kind": kind, **parts}).encode()).hexdigest()
 
 
+def request_content(messages: Sequence[Mapping[str, str]], api: str = "chat") -> dict[str, Any]:
+    """What a request sends, for a key: the chat messages, or for the completions endpoint
+    the prompt text itself (so a change in how messages become a prompt changes keys)."""
+    if api == "chat":
+        return {"messages": list(messages)}  # chat keys stay what they always were
+    from .prompt import as_text
+
+    return {"prompt": as_text(messages), "api": api}
+
+
 def prediction_key(identity: Mapping[str, Any], messages: Sequence[Mapping[str, str]],
                    gen_params: Mapping[str, Any], replica: int, api: str = "chat") -> str:
-    """Key of one model prediction: model identity, generation params, messages, replica,
-    and the endpoint (only when it is not chat, so chat keys stay what they were)."""
-    if api != "chat":
-        return content_key("prediction", model=identity, gen=gen_params,
-                           messages=list(messages), replica=replica, api=api)
-    return content_key("prediction", model=identity, gen=gen_params,
-                       messages=list(messages), replica=replica)
+    """Key of one model prediction: model identity, generation params, what the request
+    sends (``request_content``), replica."""
+    return content_key("prediction", model=identity, gen=gen_params, replica=replica,
+                       **request_content(messages, api))

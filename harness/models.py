@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .config_keys import check_keys, within
+from .config_keys import check_keys, positive, within
 from .errors import ConfigError
 from .records import ModelSpec
 
@@ -166,16 +166,7 @@ def _gen_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 def _positive(cfg: Mapping[str, Any], name: str, kind: type = float) -> Any:
     """``cfg[name]`` as a positive ``kind`` (``None`` when absent)."""
-    value = cfg.get(name)
-    if value is None:
-        return None
-    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not is_number or (kind is int and not isinstance(value, int)):
-        expected = "an integer" if kind is int else "a number"
-        raise ConfigError(f"must be {expected}, not {value!r}", field=name)
-    if value <= 0:
-        raise ConfigError(f"must be positive, not {value!r}", field=name)
-    return kind(value)
+    return positive(cfg.get(name), name, kind)
 
 
 def _api(cfg: Mapping[str, Any]) -> Any:

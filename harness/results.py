@@ -116,16 +116,19 @@ class Accumulator:
         judge), so an accuracy over the scored ones alone would mislead.
         """
         no_answer = sum(self.by_status.get(s, 0) for s in NO_ANSWER_STATUSES)
-        pending = self.total - self.scored
+        # In infer mode nothing is scored: only a failed call is pending.
+        unscored = {"model_error"} if self.mode == "infer" else None
+        pending_counts = {status: n for status, n in sorted(self.by_status.items())
+                          if (status in unscored if unscored else status not in SCORED_STATUSES)}
+        pending = sum(pending_counts.values())
+        complete = pending == 0 and self.total > 0
         out: dict[str, Any] = {
             "model": self.model, "dataset": self.dataset, "mode": self.mode,
             "total": self.total, "scored": self.scored, "correct": self.correct,
             "counts": dict(sorted(self.by_status.items())), "cached_predictions": self.cached,
+            "complete": complete, "pending": pending, "pending_counts": pending_counts,
         }
         if self.mode != "infer":
-            out["complete"] = pending == 0
-            out["pending"] = pending
-            complete = pending == 0 and self.total > 0
             out["accuracy"] = 100.0 * self.correct / self.total if complete else None
             out["accuracy_bounds"] = ([round(100.0 * self.correct / self.total, 4),
                                        round(100.0 * (self.correct + pending) / self.total, 4)]
@@ -251,8 +254,9 @@ def summary_table(summaries: list[dict[str, Any]]) -> str:
 
 def _cell(s: dict[str, Any]) -> str:
     if s["mode"] == "infer":
-        failed = s["counts"].get("model_error", 0)
-        return f"{s['total']} predicted" + (f" [{failed} failed]" if failed else "")
+        failed = s["pending"]
+        return (f"{s['total'] - failed} predicted"
+                + (f", INCOMPLETE: {failed} model_error" if failed else ""))
     if not s.get("complete"):
         return _incomplete_cell(s)
     text = f"{s['accuracy']:.2f} ({s['correct']}/{s['scored']}, extract {s['extract_rate']:.0f}%)"
@@ -271,6 +275,5 @@ def _incomplete_cell(s: dict[str, Any]) -> str:
     if not s["total"]:
         return "n/a (no samples)"
     low, high = s["accuracy_bounds"]
-    pending = ", ".join(f"{n} {status}" for status, n in s["counts"].items()
-                        if status not in SCORED_STATUSES)
+    pending = ", ".join(f"{n} {status}" for status, n in s["pending_counts"].items())
     return f"INCOMPLETE {low:.2f}..{high:.2f} ({s['correct']}/{s['total']} correct; pending: {pending})"

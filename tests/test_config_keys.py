@@ -124,7 +124,7 @@ WRONG_TYPE = {
                                "output_column='answer', test_range=[0, 2]"),
                         "datasets[0].reader_cfg.test_range", "must be a string"),
     "max_out_len": (edited("max_out_len=32", "max_out_len='many'"),
-                    "datasets[0].infer_cfg.inferencer.max_out_len", "must be a positive integer"),
+                    "datasets[0].infer_cfg.inferencer.max_out_len", "must be an integer"),
     "model-timeout": (edited("", "", timeout="ten"), "models[0].timeout", "must be a number"),
     "model-type": (edited("'type': 'OpenAISDK'", "'type': 'HuggingFaceCausalLM'"),
                    "models[0].type",

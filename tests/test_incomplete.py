@@ -95,3 +95,44 @@ async def test_the_cli_marks_an_incomplete_run_and_exits_1(tmp_path):
     assert f"INCOMPLETE: {WANT['rule_failures']} samples are pending" in err
     results = json.loads((tmp_path / "w" / "results" / "fake" / "arith.json").read_text())
     assert results["complete"] is False and results["accuracy"] is None
+
+
+async def test_infer_mode_with_a_failed_call_is_incomplete(tmp_path):
+    from .helpers import arith_reply, model_cfg, write_config
+
+    data = write_arith(tmp_path / "a.jsonl", 6)
+    fails = lambda body, attempt: (  # noqa: E731
+        Fault("server_error") if "What is 2 + " in str(body) else None)
+    async with FakeOpenAI(responder=arith_reply, faults=fails) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data,
+                           models=[model_cfg(srv.base_url, max_attempts=1)])
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="infer")
+    result = report.result("arith")
+    assert result["complete"] is False and result["pending"] == 1
+    assert result["pending_counts"] == {"model_error": 1}
+    assert "5 predicted, INCOMPLETE: 1 model_error" in report.table()
+
+
+async def test_the_cli_says_which_pending_samples_a_rerun_retries(tmp_path):
+    def replies(body):
+        text = str(body["messages"])
+        if body["model"] == JUDGE_MODEL and "What is 1 + " in text:
+            return "I would say it depends."  # never a verdict
+        return model_and_judge(body)
+
+    fails = lambda body, attempt: (  # noqa: E731
+        Fault("server_error") if body["model"] != JUDGE_MODEL and "What is 2 + " in str(body)
+        else None)
+    data = write_arith(tmp_path / "a.jsonl", 4)
+    async with FakeOpenAI(responder=replies, faults=fails,
+                          models=("fake-model", JUDGE_MODEL)) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="judge")
+        result = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--max-attempts", "1"),
+            env=env(), check=False)
+    err = result.stderr.decode()
+    assert result.returncode == 1
+    assert "INCOMPLETE: 2 samples are pending" in err
+    assert "1 model_error: the model call failed for good: run the same command again" in err
+    assert "1 judge_unparsed: the judge's verdict stayed unreadable after its re-asks " \
+           "(a rerun keeps it)" in err

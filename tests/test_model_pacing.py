@@ -40,14 +40,15 @@ async def test_without_pacing_the_same_server_rate_limits(tmp_path):
 
 
 async def test_tpm_paces_by_tokens(tmp_path):
-    # About 20 tokens a request (prompt estimate + max_out_len=16, settled to the real
-    # usage): 12,000 tokens/min is ~10 requests/s, under the server's 24/s.
-    data = write_arith(tmp_path / "a.jsonl", N)
+    # 10 to 20 tokens a request (estimated from the prompt and max_out_len=16, then
+    # settled to the reply's usage): 6,000 tokens/min is 5 to 10 requests/s, well under
+    # the server's 24/s; unpaced, the requests would all go at once.
+    data = write_arith(tmp_path / "a.jsonl", 20)
     async with FakeOpenAI(responder=arith_reply, rpm_limit=12, window=0.5) as srv:
         cfg = write_config(tmp_path / "cfg.py", data,
-                           models=[model_cfg(srv.base_url, tpm=12000, max_out_len=16)])
+                           models=[model_cfg(srv.base_url, tpm=6000, max_out_len=16)])
         await harness.evaluate(cfg, work_dir=tmp_path / "w")
-    assert srv.stats.rpm_limited == 0 and srv.stats.total == N
+    assert srv.stats.rpm_limited == 0 and srv.stats.total == 20
 
 
 async def test_concurrency_caps_the_models_calls_in_flight(tmp_path):

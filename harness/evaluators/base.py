@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, ClassVar, Iterable, Mapping
 
-from ..config_keys import accepted_keywords, check_keys, within
+from ..config_keys import accepted_keywords, check_keys, positive, within
 from ..registry import Registry
 
 #: Evaluators by name; configs may also give the class itself as ``type``.
@@ -40,11 +40,7 @@ class BaseEvaluator:
                  pred_postprocessor: Mapping[str, Any] | None = None) -> None:
         from ..postprocessors import build_postprocessor
 
-        if timeout is not None:
-            if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
-                    or timeout <= 0:
-                raise ValueError(f"timeout must be a positive number of seconds, not "
-                                 f"{timeout!r}")
+        if positive(timeout, "timeout") is not None:
             self.timeout = float(timeout)
         # OpenCompass evaluators may carry their own pred_postprocessor, applied after the
         # dataset's (a cascade's rule layer uses it; see CascadeEvaluator).

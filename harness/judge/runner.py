@@ -15,7 +15,7 @@ from typing import Any
 
 from ..client import ModelClient
 from ..errors import ModelCallError, PermanentModelError
-from ..keys import content_key
+from ..keys import content_key, request_content
 from ..records import SampleResult, VerdictRecord
 from ..scoring import JudgeTask
 from ..store import Store
@@ -69,13 +69,16 @@ class JudgeRunner:
         self.store = store
         self.spec = spec or endpoint.spec
         self.gen_params = self.spec.gen_params()
+        # Judge prompts are chat messages: only an explicit api='completions' sends them
+        # (joined) to /completions, for a judge served as a base model.
+        self.api = "completions" if self.spec.model.api == "completions" else "chat"
 
     def prepare(self, task: JudgeTask) -> tuple[tuple[dict[str, str], ...], str]:
         """The judge messages for ``task`` and the verdict key they make."""
         messages = self.evaluator.render(task.row, task.prediction, task.reference)
         key = content_key("verdict", judge=self.spec.model.identity(),
-                          gen=self.gen_params, messages=list(messages),
-                          replica=task.result.replica)
+                          gen=self.gen_params, replica=task.result.replica,
+                          **request_content(messages, self.api))
         return messages, key
 
     def cached(self, task: JudgeTask, verdict: VerdictRecord,
@@ -116,7 +119,7 @@ class JudgeRunner:
             for ask in range(1 + spec.max_reasks):
                 if ask:
                     self.endpoint.counters.reasks += 1
-                reply = await client.complete(conversation, self.gen_params)
+                reply = await client.complete(conversation, self.gen_params, self.api)
                 requests += reply.attempts
                 prompt_tokens += reply.prompt_tokens
                 completion_tokens += reply.completion_tokens

@@ -108,7 +108,10 @@ def _summary_table(summaries: list[dict[str, Any]]) -> str:
 def _cell(s: dict[str, Any]) -> str:
     counts = " · ".join(f"{escape(str(k))} {v}" for k, v in (s.get("counts") or {}).items())
     if s.get("mode") == "infer":
-        main = f'<span class="acc">{s.get("total", 0)} predicted</span>'
+        failed = s.get("pending", 0)
+        main = f'<span class="acc">{s.get("total", 0) - failed} predicted</span>'
+        if failed:
+            main += f' <span class="bad">incomplete: {failed} model_error</span>'
         return f'{main}<div class="small">{counts}</div>'
     if not s.get("complete", True) or s.get("accuracy") is None:
         return _incomplete_cell(s, counts)

@@ -69,8 +69,9 @@ def cascade_reply(body: dict[str, Any]) -> str:
 
 
 def fake_judge(body: dict[str, Any]) -> str:
-    """A judge that reads gold and prediction from ``JUDGE_TEMPLATE`` and grades exactly."""
-    text = body["messages"][-1]["content"]
+    """A judge that reads gold and prediction from ``JUDGE_TEMPLATE`` and grades exactly
+    (asked on chat, or on completions with the whole prompt)."""
+    text = echo_last_user(body)
     if text.startswith("Your reply could not be read"):
         text = body["messages"][0]["content"]
     gold, pred = _GOLD.search(text), _PRED.search(text)
