@@ -20,6 +20,7 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 
 import anyio
 
+from .breaker import BreakerPolicy
 from .config import RunConfig, config_from_namespace, load_config
 from .embedded import EmbeddedServer, context_per_slot, embedded_spec
 from .errors import primary_error
@@ -27,6 +28,7 @@ from .models import ModelOverrides, resolve_models
 from .pipeline import Mode, Pipeline, PipelineOptions
 from .progress import Progress, print_progress
 from .records import ModelSpec, SampleResult
+from .paths import result_path
 from .results import summary_table, write_json
 from .run_models import discover_name, models_for_eval, spec_record
 from .store import Store
@@ -41,6 +43,9 @@ class RunReport:
     summaries: list[dict[str, Any]]
     call_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     elapsed: float = 0.0
+    #: Results left on disk because this run got less far than the one that wrote them
+    #: (its own incomplete summary is still in ``summaries``): (model, dataset) → them.
+    kept: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     @property
     def failed(self) -> int:
@@ -73,17 +78,20 @@ async def evaluate(config: str | Path | RunConfig | None = None, *,
                    concurrency: int = 64, limit: int | None = None,
                    overrides: ModelOverrides = ModelOverrides(),
                    dump_details: bool = True, progress: Progress | None = None,
-                   show_progress: bool = False) -> RunReport:
+                   show_progress: bool = False,
+                   breaker: BreakerPolicy = BreakerPolicy()) -> RunReport:
     """Run an evaluation to the end and return its report.
 
     ``config`` is a config file path (or a loaded ``RunConfig``); alternatively pass the
     ``datasets`` (and ``models``) dicts directly. Results are also written to
     ``work_dir``: ``harness.db``, ``results/MODEL/DATASET.json`` and ``details/...``.
+    ``breaker`` sets when an endpoint counts as down: the run then stops with
+    ``EndpointDownError``.
     """
     async with open_run(config, datasets=datasets, models=models, work_dir=work_dir,
                         mode=mode, concurrency=concurrency, limit=limit,
                         overrides=overrides, dump_details=dump_details, progress=progress,
-                        show_progress=show_progress, _stream=False) as run:
+                        show_progress=show_progress, breaker=breaker, _stream=False) as run:
         await run.finished.wait()
     assert run.report is not None
     return run.report
@@ -110,6 +118,7 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
                    concurrency: int = 64, limit: int | None = None,
                    overrides: ModelOverrides = ModelOverrides(), dump_details: bool = True,
                    progress: Progress | None = None, show_progress: bool = False,
+                   breaker: BreakerPolicy = BreakerPolicy(),
                    _stream: bool = True) -> AsyncIterator[Run]:
     """Start an evaluation; yields a ``Run`` to iterate per-sample results from.
 
@@ -148,7 +157,7 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
                              if pairs is None or (s.abbr, d) in pairs)
         pipeline = Pipeline(run_config.datasets, specs, store,
                             PipelineOptions(work, mode, concurrency, limit, dump_details,
-                                            pairs=pairs),
+                                            pairs=pairs, breaker=breaker),
                             progress, starters)
         send, receive = anyio.create_memory_object_stream[SampleResult](0)
         run = Run(receive)
@@ -182,7 +191,7 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
         if not finished.is_set():
             return  # the caller left early: no report for a partial run
         report = RunReport(work, pipeline.summaries(), pipeline.call_stats(),
-                           time.monotonic() - started)
+                           time.monotonic() - started, pipeline.kept)
         _write_results(report)
         run.report = report
 
@@ -207,12 +216,19 @@ def _load(config: str | Path | RunConfig | None,
 
 
 def _write_results(report: RunReport) -> None:
+    """Write each result and ``summary.json``; a kept result stays as it was, and
+    ``summary.json`` lists it, so it always agrees with ``results/``."""
+    current = []
     for summary in report.summaries:
         summary["call_stats"] = report.call_stats.get(summary["model"])
-        write_json(report.work_dir / "results" / summary["model"] / f"{summary['dataset']}.json",
-                   summary)
+        pair = (summary["model"], summary["dataset"])
+        if pair in report.kept:
+            current.append(report.kept[pair])
+        else:
+            write_json(result_path(report.work_dir, *pair), summary)
+            current.append(summary)
     write_json(report.work_dir / "summary.json",
-               {"elapsed_seconds": round(report.elapsed, 3), "results": report.summaries})
+               {"elapsed_seconds": round(report.elapsed, 3), "results": current})
 
 
 def _unique(specs: list[ModelSpec]) -> list[ModelSpec]:

@@ -93,7 +93,7 @@ def _run(args: argparse.Namespace) -> int:
     import anyio
 
     from .catalog import resolve_config
-    from .errors import HarnessError
+    from .errors import HarnessError, ModelCallError
     from .gc_tuning import tune_gc
     from .models import ModelOverrides
 
@@ -125,6 +125,9 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     except HarnessError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        if isinstance(exc, ModelCallError):
+            print("the run stopped: results/ and details/ of earlier runs are as they were, "
+                  "and every answer received is stored", file=sys.stderr)
         return getattr(exc, "exit_code", 1)
     print(report.table())
     for line in _judge_lines(report.summaries):
@@ -136,6 +139,9 @@ def _run(args: argparse.Namespace) -> int:
     print(f"\nresults: {report.work_dir}/results  details: {report.work_dir}/details  "
           f"({report.elapsed:.1f}s)")
     print(f"report: python -m harness report {shlex.quote(str(report.work_dir))}")
+    for model, dataset in report.kept:
+        print(f"kept the earlier results of {model} on {dataset}, which got further than "
+              "this run (results/ and details/ are as they were)", file=sys.stderr)
     if report.failed:
         print(f"INCOMPLETE: {report.failed} samples are pending, so no result above is "
               "final: each shows the range its accuracy lies in. See 'status' and "
@@ -206,13 +212,18 @@ _PENDING_ADVICE = {
 
 
 def _pending_lines(summaries: list[dict]) -> list[str]:
-    """One line per kind of pending sample in a run: how many, and what to do."""
-    counts: dict[str, int] = {}
+    """The run's pending samples grouped by cause (``model_error: 12 × connection refused
+    after 6 attempts``), then what to do about each kind."""
+    causes: dict[tuple[str, str], int] = {}
     for s in summaries:
-        for status, n in s["pending_counts"].items():
-            counts[status] = counts.get(status, 0) + n
-    return [f"{n} {status}: {_PENDING_ADVICE.get(status, 'see the details')}"
-            for status, n in sorted(counts.items())]
+        for item in s["pending_causes"]:
+            key = (item["status"], item["cause"])
+            causes[key] = causes.get(key, 0) + item["count"]
+    lines = [f"{status}: {n} × {cause}"
+             for (status, cause), n in sorted(causes.items(), key=lambda kv: -kv[1])]
+    statuses = sorted({status for status, _ in causes})
+    return lines + [f"{status}: {_PENDING_ADVICE.get(status, 'see the details')}"
+                    for status in statuses]
 
 
 def _judge_lines(summaries: list[dict]) -> list[str]:

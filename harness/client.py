@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-from .errors import ModelCallError
+from .breaker import BreakerPolicy, CircuitBreaker
+from .errors import EndpointDownError, ModelCallError
 from .prompt import as_text
 from .records import ModelSpec
 from .retry import BadResponse, CallStats, RetryPolicy, classify
@@ -42,11 +43,16 @@ class CallResult:
 
 
 class ModelClient:
-    """One endpoint's client; share it between all concurrent calls to that endpoint."""
+    """One endpoint's client; share it between all concurrent calls to that endpoint.
+
+    ``role`` (``model`` or ``judge``) names the endpoint in error messages; ``breaker``
+    sets when its circuit breaker stops the calls (``harness.breaker``).
+    """
 
     def __init__(self, spec: ModelSpec, *, concurrency: int = 64,
                  policy: RetryPolicy | None = None,
-                 limit_slots: bool = True, counts: Any = None) -> None:
+                 limit_slots: bool = True, counts: Any = None,
+                 breaker: BreakerPolicy = BreakerPolicy(), role: str = "model") -> None:
         import anyio
 
         from .ratelimit import pacer
@@ -69,7 +75,9 @@ class ModelClient:
         self._transport = make_transport(spec.transport, spec.base_url, spec.api_key,
                                          spec.timeout, concurrency)
         # Names the endpoint in error messages (redacted like everything else there).
-        self._description = f"model {spec.model!r} at {spec.base_url}"
+        self._description = f"{role} {spec.model!r} at {spec.base_url}"
+        # Stops every call once the endpoint looks down (see ``harness.breaker``).
+        self.breaker = CircuitBreaker(self._description, breaker)
 
     async def aclose(self) -> None:
         """Close the HTTP session (if one was opened)."""
@@ -123,16 +131,13 @@ class ModelClient:
 
         try:
             result, tries = await self.policy.call(send if self._slots is None else attempt,
-                                                   self.stats, self._description)
+                                                   self.stats, self._description, self.breaker)
         except ModelCallError as exc:
             # Still cut short or empty after the retries: that is the model's real
             # answer (a context-length stop, nothing to say), so keep it rather than
             # lose the sample.
             if not isinstance(exc.__cause__, UsableReply):
-                # A server may echo the request, key included: it never leaves in a
-                # message (and the raw cause, which could hold it, is dropped).
-                raise type(exc)(self.redact(str(exc)), kind=exc.kind, status=exc.status,
-                                attempts=exc.attempts) from None
+                raise self._redacted(exc) from None
             result, tries = exc.__cause__.result, exc.attempts
         self.stats.prompt_tokens += result.prompt_tokens
         self.stats.completion_tokens += result.completion_tokens
@@ -143,12 +148,20 @@ class ModelClient:
         """The model names the endpoint serves (``GET /models``), under the same policy."""
         try:
             data, _ = await self.policy.call(lambda: self._transport.get("/models"),
-                                             self.stats, self._description)
+                                             self.stats, self._description, self.breaker)
         except ModelCallError as exc:
-            raise type(exc)(self.redact(str(exc)), kind=exc.kind, status=exc.status,
-                            attempts=exc.attempts) from None
+            raise self._redacted(exc) from None
         items = data.get("data") if isinstance(data, dict) else None
         return [str(m["id"]) for m in items or [] if isinstance(m, dict) and "id" in m]
+
+    def _redacted(self, exc: ModelCallError) -> ModelCallError:
+        """``exc`` with this client's API key removed from its texts: a server may echo
+        the request, key included (the raw cause, which could hold it, is dropped)."""
+        if isinstance(exc, EndpointDownError):
+            return EndpointDownError(self.redact(str(exc)), endpoint=exc.endpoint,
+                                     cause=self.redact(exc.cause))
+        return type(exc)(self.redact(str(exc)), kind=exc.kind, status=exc.status,
+                         attempts=exc.attempts, cause=self.redact(exc.cause))
 
     def redact(self, text: str) -> str:
         """``text`` with this client's API key removed (errors may echo request data)."""

@@ -26,7 +26,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .report.workdir import details_path, iter_details, load_summaries
+from .paths import details_path
+from .report.workdir import iter_details, load_summaries
 
 #: The two-sided 95% normal quantile.
 Z95 = 1.959963984540054

@@ -6,13 +6,17 @@ the boundary (``raise ... from exc``) so callers only ever catch these::
     HarnessError
      ├── ConfigError            bad config, dataset or template (CLI exit code 2)
      │    └── DatasetError       a data file that cannot be read; names file and line
-     ├── StoreError             the SQLite work-directory store
+     ├── StoreError             the work directory or its SQLite store (CLI exit code 2)
      │    ├── SchemaVersionError store written by an incompatible harness version
+     │    ├── StoreCorruptError  harness.db is not a SQLite database, or is damaged
      │    ├── WorkDirLockedError another process is running on the same work directory
-     │    └── WorkDirError       not a work directory (nothing to report or compare)
+     │    └── WorkDirError       not a usable work directory (a file, not writable, or
+     │                           for report and compare: no results in it)
      ├── ModelCallError         one model or judge call that failed for good
      │    └── PermanentModelError 401/403/404 or unknown model: stops the whole run
+     │         └── EndpointDownError the endpoint's circuit breaker opened (exit 3)
      └── LocalModelError        the embedded llama.cpp server could not start
+          └── LocalModelMissingError  the [local] extra is not installed (exit code 2)
 
 A per-sample failure is *data on the sample's record*, never an exception that ends a
 run; only ``PermanentModelError`` (every later call would fail the same way) and the
@@ -50,13 +54,27 @@ class DatasetError(ConfigError):
 
 
 class StoreError(HarnessError):
-    """The SQLite store failed or is unusable."""
+    """The SQLite store failed or is unusable (a full disk, say); the message names the
+    file and the cause. Nothing already stored is lost: the run cannot go on, and the
+    same command resumes it once the cause is fixed.
+
+    ``exit_code`` is 2: no run was completed, so the exit code of an incomplete run (1)
+    would tell the user the wrong thing.
+    """
+
+    exit_code = 2
 
 
 class SchemaVersionError(StoreError):
     """The work directory was written by an incompatible schema version."""
 
     exit_code = 2
+
+
+class StoreCorruptError(StoreError):
+    """``harness.db`` is not a SQLite database or is damaged (garbage bytes, a truncated
+    copy): the run stops at the first sign of it, so the user can move it away or
+    restore it."""
 
 
 class WorkDirLockedError(StoreError):
@@ -66,7 +84,8 @@ class WorkDirLockedError(StoreError):
 
 
 class WorkDirError(StoreError):
-    """The directory holds no harness results (``report`` and ``compare`` need them)."""
+    """The work directory cannot be used: it is a file, or it cannot be created or
+    written; or (``report`` and ``compare``) it holds no harness results."""
 
     exit_code = 2
 
@@ -76,13 +95,21 @@ class ModelCallError(HarnessError):
 
     ``status`` is the HTTP status when there was one; ``kind`` is a short class name
     such as ``'rate_limit'``, ``'server_error'``, ``'timeout'``, ``'connection'``,
-    ``'bad_request'`` or ``'bad_response'``.
+    ``'bad_request'`` or ``'bad_response'``; ``cause`` says what went wrong in a few
+    words, the same for every call that failed the same way (``'connection refused'``,
+    ``'HTTP 500: Internal Server Error'``), so failures can be counted by cause.
     """
 
     def __init__(self, message: str, *, kind: str, status: int | None = None,
-                 attempts: int = 1) -> None:
+                 attempts: int = 1, cause: str = "") -> None:
         self.kind, self.status, self.attempts = kind, status, attempts
+        self.cause = cause or kind
         super().__init__(message)
+
+    @property
+    def outcome(self) -> str:
+        """``cause`` and the attempts it took, e.g. ``'HTTP 429 after 6 attempts'``."""
+        return f"{self.cause} after {self.attempts} attempt{'s' * (self.attempts != 1)}"
 
 
 class PermanentModelError(ModelCallError):
@@ -91,8 +118,27 @@ class PermanentModelError(ModelCallError):
     exit_code = 2
 
 
+class EndpointDownError(PermanentModelError):
+    """An endpoint failed attempt after attempt with no answer (see ``harness.breaker``):
+    the run stops sending to it. ``cause`` is the last failure, e.g. ``connection
+    refused`` or ``HTTP 500: <first line of the body>``."""
+
+    exit_code = 3
+
+    def __init__(self, message: str, *, endpoint: str, cause: str) -> None:
+        super().__init__(message, kind="endpoint_down", cause=cause)
+        self.endpoint, self.cause = endpoint, cause
+
+
 class LocalModelError(HarnessError):
     """The embedded local model server could not be started or stopped."""
+
+
+class LocalModelMissingError(LocalModelError):
+    """The embedded model's packages (the ``[local]`` extra) are not installed: a setup
+    mistake, reported like a config error."""
+
+    exit_code = 2
 
 
 def primary_error(group: BaseExceptionGroup) -> BaseException:

@@ -29,14 +29,16 @@ from typing import Any, Awaitable, Callable, Literal, Mapping
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
+from .breaker import BreakerPolicy
 from .client import ModelClient
 from .config import DatasetSpec
 from .errors import ModelCallError, PermanentModelError
 from .keys import prediction_key
+from .paths import details_path, result_path
 from .progress import Progress
 from .records import Completion, ModelSpec, Sample, SampleResult
 from .retry import CallStats
-from .results import Accumulator
+from .results import Accumulator, keeps_previous, read_json
 from .scoring import JudgeTask, Scorer
 from .store import Store
 from .validate import check_row, selected_rows
@@ -68,6 +70,8 @@ class PipelineOptions:
     #: The ``(model, dataset)`` pairs to run (``None``: all); ``--mode eval`` leaves out
     #: the pairs with nothing stored.
     pairs: frozenset[tuple[str, str]] | None = None
+    #: When an endpoint counts as down and the run stops (``harness.breaker``).
+    breaker: BreakerPolicy = BreakerPolicy()
 
 
 class Pipeline:
@@ -81,6 +85,8 @@ class Pipeline:
         # Endpoints started on first use (the embedded model): abbr → a function that
         # starts it and returns the spec pointing at it.
         self.starters = dict(starters or {})
+        #: (model, dataset) → the results kept on disk because this run got less far.
+        self.kept: dict[tuple[str, str], dict[str, Any]] = {}
         self.store = store
         self.options = options
         self.progress = progress or Progress()
@@ -116,7 +122,7 @@ class Pipeline:
             ident = content_key("endpoint", id=spec.model.identity(), key=spec.model.api_key,
                                 rpm=spec.rpm, tpm=spec.tpm, concurrency=spec.concurrency)
             if ident not in self.endpoints:
-                self.endpoints[ident] = JudgeEndpoint(spec)
+                self.endpoints[ident] = JudgeEndpoint(spec, self.options.breaker)
                 self.progress.judge.calls.append(self.endpoints[ident].client.stats)
             self.judges[abbr] = JudgeRunner(judge, self.endpoints[ident], self.store, spec)
 
@@ -129,7 +135,7 @@ class Pipeline:
     def _details_path(self, model: str, dataset: str) -> Path | None:
         if not self.options.dump_details:
             return None
-        return self.options.work_dir / "details" / model / f"{dataset}.jsonl"
+        return details_path(self.options.work_dir, model, dataset)
 
     async def run(self, out: ObjectSendStream[SampleResult] | None = None) -> None:
         """Run every stage to completion; per-sample results also go to ``out``."""
@@ -151,14 +157,18 @@ class Pipeline:
                     await client.aclose()
                 for endpoint in self.endpoints.values():
                     await endpoint.aclose()
-            # An interrupted run leaves the previous details file as it was.
-            for acc in self.accumulators.values():
-                acc.close(keep=finished)
+            # An interrupted run leaves the previous details file as it was, and so does
+            # one that got less far than the run that wrote the previous results.
+            for pair, acc in self.accumulators.items():
+                previous = read_json(result_path(self.options.work_dir, *pair))
+                if finished and keeps_previous(acc.summary(), previous):
+                    self.kept[pair] = previous
+                acc.close(keep=finished and pair not in self.kept)
 
     def _add_client(self, spec: ModelSpec) -> ModelClient:
         slots = spec.concurrency or self.options.concurrency
         client = ModelClient(spec, concurrency=slots, limit_slots=slots < self.options.concurrency,
-                             counts=self.progress.model)
+                             counts=self.progress.model, breaker=self.options.breaker)
         self.clients[spec.abbr] = client
         self.progress.model.calls.append(client.stats)
         return client
@@ -241,7 +251,8 @@ class Pipeline:
                 await self._finish(SampleResult(
                     sample.dataset, sample.model, sample.index, sample.replica, "missing",
                     sample.messages, None, None, sample.reference, None,
-                    "no stored prediction (run without --mode eval to predict it)"))
+                    "no stored prediction (run without --mode eval to predict it)",
+                    cause="no stored prediction"))
             else:
                 await _send(model_send, sample)
 
@@ -262,7 +273,7 @@ class Pipeline:
                         raise
                     stage.failed += 1
                     completion = Completion(sample, "error", error=str(exc),
-                                            attempts=exc.attempts)
+                                            attempts=exc.attempts, cause=exc.outcome)
                 else:
                     stage.done += 1
                     completion = Completion(sample, "ok", result.text, result.finish_reason,

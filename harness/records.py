@@ -105,7 +105,8 @@ class Completion:
     """The outcome of one model call (or its stored copy) for one sample.
 
     ``reasoning`` is what the server sent beside the answer (``reasoning_content``):
-    stored and shown, never scored.
+    stored and shown, never scored. ``cause`` says in a few words why a call failed
+    (``ModelCallError.outcome``), the same for every call that failed the same way.
     """
 
     sample: Sample
@@ -118,6 +119,7 @@ class Completion:
     attempts: int = 0
     cached: bool = False
     reasoning: str | None = None
+    cause: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +141,16 @@ class VerdictRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    cause: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class SampleResult:
-    """Everything known about one scored (or failed) sample; one details row."""
+    """Everything known about one scored (or failed) sample; one details row.
+
+    ``cause`` is why a pending sample is not scored, in a few words shared by every
+    sample that failed the same way (the run's failures are counted by it).
+    """
 
     dataset: str
     model: str
@@ -162,6 +169,7 @@ class SampleResult:
     judge_status: JudgeStatus | None = None
     judge_correct: bool | None = None
     judge_cached: bool = False
+    cause: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The details-JSONL row for this sample."""

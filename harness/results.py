@@ -16,6 +16,10 @@ from typing import Any, BinaryIO
 
 from .records import NO_ANSWER_STATUSES, SCORED_STATUSES, SampleResult
 
+#: Distinct causes of pending samples counted per result; the rest are "other causes"
+#: (an evaluator bug can fail every sample in its own words).
+MAX_CAUSES = 20
+
 # Built once: ``json.dumps`` with options makes a new encoder for every details row.
 _DETAILS_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 
@@ -42,6 +46,8 @@ class Accumulator:
     unparsed: int = 0
     judge_errors: int = 0
     judge_cached: int = 0
+    # Pending samples by (status, cause): what failed and why, for the end of the run.
+    causes: dict[tuple[str, str], int] = field(default_factory=dict)
     # With replicas: per sample [scored, correct] and per replica [scored, correct]; the
     # per-sample results the metrics need, nothing more.
     _per_sample: dict[int, list[int]] = field(default_factory=dict)
@@ -62,6 +68,8 @@ class Accumulator:
         self.total += 1
         self.cached += result.cached
         self.by_status[result.status] = self.by_status.get(result.status, 0) + 1
+        if result.status not in SCORED_STATUSES:
+            self._count_cause(result)
         if result.rule_correct is not None:  # a cascade's rule layer, judged or not
             self.rule_scored += 1
             self.rule_correct += result.rule_correct
@@ -86,6 +94,12 @@ class Accumulator:
             self._fh.write(line)
             self._offsets.append((result.index, result.replica, self._written, len(line)))
             self._written += len(line)
+
+    def _count_cause(self, result: SampleResult) -> None:
+        key = (result.status, result.cause or result.status)
+        if key not in self.causes and len(self.causes) >= MAX_CAUSES:
+            key = (result.status, "other causes (see the details)")
+        self.causes[key] = self.causes.get(key, 0) + 1
 
     def close(self, keep: bool = True) -> None:
         """Finish the details file in (index, replica) order, replacing the old one
@@ -127,6 +141,10 @@ class Accumulator:
             "total": self.total, "scored": self.scored, "correct": self.correct,
             "counts": dict(sorted(self.by_status.items())), "cached_predictions": self.cached,
             "complete": complete, "pending": pending, "pending_counts": pending_counts,
+            "pending_causes": [{"status": status, "cause": cause, "count": n} for
+                               (status, cause), n in sorted(self.causes.items(),
+                                                            key=lambda item: -item[1])
+                               if status in pending_counts],
         }
         if self.mode != "infer":
             out["accuracy"] = 100.0 * self.correct / self.total if complete else None
@@ -227,6 +245,28 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> lis
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
     return [round(100 * max(0.0, centre - half), 2), round(100 * min(1.0, centre + half), 2)]
+
+
+def keeps_previous(summary: dict[str, Any], previous: dict[str, Any] | None) -> bool:
+    """Whether the result on disk (``previous``) stays instead of ``summary``'s.
+
+    A run replaces a result when it is complete or got at least as far (as many samples
+    scored, or predicted in infer mode): a run against a dead endpoint, all failed
+    calls, never replaces good results with its own.
+    """
+    if previous is None or summary["complete"]:
+        return False
+    done = lambda s: s.get("total", 0) - s.get("pending", 0)  # noqa: E731
+    return done(summary) < done(previous)
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object from ``path``, or ``None`` when it is absent or unreadable."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def write_json(path: Path, data: Any) -> None:

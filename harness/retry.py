@@ -12,12 +12,15 @@ from __future__ import annotations
 import random
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 import anyio
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
-from .errors import ModelCallError, PermanentModelError
+from .errors import EndpointDownError, ModelCallError, PermanentModelError
+
+if TYPE_CHECKING:
+    from .breaker import CircuitBreaker
 
 T = TypeVar("T")
 
@@ -90,6 +93,46 @@ def classify(exc: BaseException) -> Classified:
     return Classified("unexpected", False)
 
 
+def failure_cause(exc: BaseException) -> str:
+    """What went wrong in one attempt, in a few words that are the same for every attempt
+    that failed the same way (``'connection refused'``, ``'HTTP 500: <first line>'``)."""
+    import errno
+    import socket
+
+    import aiohttp
+
+    from .transport import HTTPStatusError
+
+    if isinstance(exc, HTTPStatusError):
+        return _first_line(str(exc))
+    openai = sys.modules.get("openai")
+    if openai is not None and isinstance(exc, openai.APIStatusError):
+        return _first_line(f"HTTP {exc.status_code}: {exc.message}")
+    if isinstance(exc, TimeoutError) or (openai is not None
+                                         and isinstance(exc, openai.APITimeoutError)):
+        return "timed out"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "connection dropped by the server"
+    root = exc
+    while root.__cause__ is not None or root.__context__ is not None:
+        root = root.__cause__ or root.__context__  # type: ignore[assignment]
+    os_error = getattr(exc, "os_error", None) or (root if isinstance(root, OSError) else None)
+    if isinstance(os_error, socket.gaierror):
+        return "cannot resolve the host name"
+    if isinstance(os_error, OSError) and os_error.errno == errno.ECONNREFUSED:
+        return "connection refused"
+    if isinstance(exc, BadResponse):
+        return str(exc)
+    if isinstance(exc, ValueError):
+        return "malformed JSON reply"
+    return _first_line(str(exc) or type(exc).__name__)
+
+
+def _first_line(text: str, limit: int = 120) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else text
+    return line if len(line) <= limit else line[:limit] + "…"
+
+
 def _by_status(status: int, headers: Any) -> Classified:
     if status == 429:
         return Classified("rate_limit", True, status, _retry_after(headers))
@@ -141,8 +184,11 @@ class RetryPolicy:
         return random.uniform(0, min(self.maximum, self.initial * 2 ** (attempt - 1)))
 
     async def call(self, attempt: Callable[[], Awaitable[T]], stats: CallStats,
-                   describe: str) -> tuple[T, int]:
+                   describe: str, breaker: CircuitBreaker | None = None) -> tuple[T, int]:
         """Run ``attempt`` under the policy; return ``(result, attempts_made)``.
+
+        ``breaker``, the endpoint's circuit breaker, hears of every attempt and stops
+        them all with ``EndpointDownError`` once the endpoint looks down.
 
         A failure for good raises ``ModelCallError`` (or ``PermanentModelError`` for
         auth/not-found errors) with the attempt count, translated from the transport error.
@@ -153,15 +199,22 @@ class RetryPolicy:
 
         async def counted() -> T:
             nonlocal tries
+            if breaker is not None:
+                breaker.check()  # an endpoint found down gets no more attempts
             tries += 1
             stats.requests += 1
             try:
-                return await attempt()
+                result = await attempt()
             except Exception as exc:
                 kind = classify(exc).kind
                 stats.count(kind)
                 failed[kind] = failed.get(kind, 0) + 1
+                if breaker is not None:
+                    breaker.failure(kind, failure_cause(exc))
                 raise
+            if breaker is not None:
+                breaker.success()
+            return result
 
         def retryable(exc: BaseException) -> bool:
             info = classify(exc)
@@ -183,9 +236,12 @@ class RetryPolicy:
             stats.failures += 1
             info = classify(exc)
             message = f"{describe}: {info.kind}" + (f" (HTTP {info.status})" if info.status else "")
+            if isinstance(exc, EndpointDownError):
+                raise  # the run stops: nothing to add per call
             message += f" after {tries} attempt{'s' * (tries != 1)}: {_short(exc)}"
             cls = PermanentModelError if info.kind in ("auth", "not_found") else ModelCallError
-            raise cls(message, kind=info.kind, status=info.status, attempts=tries) from exc
+            raise cls(message, kind=info.kind, status=info.status, attempts=tries,
+                      cause=failure_cause(exc)) from exc
 
     def _retrying(self, stats: CallStats,
                   retryable: Callable[[BaseException], bool]) -> AsyncRetrying:

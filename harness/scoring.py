@@ -82,7 +82,8 @@ class Scorer:
 
         def result(status: SampleStatus, extracted: Any = None, reference: Any = None,
                    correct: bool | None = None, error: str | None = None,
-                   details: Mapping[str, Any] | None = None) -> SampleResult:
+                   details: Mapping[str, Any] | None = None,
+                   cause: str | None = None) -> SampleResult:
             details = dict(details or {})
             if completion.finish_reason not in (None, "stop"):
                 details["finish_reason"] = completion.finish_reason  # e.g. truncated
@@ -91,10 +92,10 @@ class Scorer:
             return SampleResult(sample.dataset, sample.model, sample.index, sample.replica,
                                 status, sample.messages, completion.text, extracted,
                                 sample.reference if reference is None else reference,
-                                correct, error, details, completion.cached)
+                                correct, error, details, completion.cached, cause=cause)
 
         if completion.status != "ok":
-            return result("model_error", error=completion.error)
+            return result("model_error", error=completion.error, cause=completion.cause)
         if not completion.text or completion.text.isspace():
             # Still empty after its retries: the model answered nothing, which is wrong
             # (a transient empty reply was retried and never gets here). Nothing for a
@@ -115,7 +116,8 @@ class Scorer:
             return await self._evaluate(completion, dataset, result)
         except Exception as exc:  # an evaluator or postprocessor bug on this sample
             stage.failed += 1
-            return result("eval_error", error=f"{type(exc).__name__}: {exc}")
+            return result("eval_error", error=f"{type(exc).__name__}: {exc}",
+                          cause=f"the evaluator raised {type(exc).__name__}")
         finally:
             stage.in_flight -= 1
             stage.done += 1

@@ -133,6 +133,7 @@ async def test_the_cli_says_which_pending_samples_a_rerun_retries(tmp_path):
     err = result.stderr.decode()
     assert result.returncode == 1
     assert "INCOMPLETE: 2 samples are pending" in err
-    assert "1 model_error: the model call failed for good: run the same command again" in err
-    assert "1 judge_unparsed: the judge's verdict stayed unreadable after its re-asks " \
+    assert "model_error: the model call failed for good: run the same command again" in err
+    assert "model_error: 1 × HTTP 500: " in err and "after 1 attempt" in err
+    assert "judge_unparsed: the judge's verdict stayed unreadable after its re-asks " \
            "(a rerun keeps it)" in err

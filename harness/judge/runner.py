@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..breaker import BreakerPolicy
 from ..client import ModelClient
 from ..errors import ModelCallError, PermanentModelError
 from ..keys import content_key, request_content
@@ -38,9 +39,10 @@ class JudgeCounters:
 class JudgeEndpoint:
     """A judge endpoint shared by every dataset that uses it: one client, one pacer."""
 
-    def __init__(self, spec: JudgeSpec) -> None:
+    def __init__(self, spec: JudgeSpec, breaker: BreakerPolicy = BreakerPolicy()) -> None:
         self.spec = spec
-        self.client = ModelClient(spec.model, concurrency=spec.concurrency)
+        self.client = ModelClient(spec.model, concurrency=spec.concurrency, role="judge",
+                                  breaker=breaker)
         self.limiter = self.client.limiter
         self.counters = JudgeCounters()
         self.name = f"{spec.model.model}@{spec.model.identity()['endpoint']}"
@@ -131,12 +133,11 @@ class JudgeRunner:
                                   probability=probability)
                 conversation = [*messages, {"role": "assistant", "content": reply.text},
                                 {"role": "user", "content": FORMAT_REMINDER}]
-        except PermanentModelError as exc:
-            raise PermanentModelError(f"judge {exc}", kind=exc.kind, status=exc.status,
-                                      attempts=exc.attempts) from None
+        except PermanentModelError:
+            raise  # stops the run; the message names the judge endpoint
         except ModelCallError as exc:
             requests += exc.attempts
-            return record("error", verdict=None, reply=None, error=f"judge {exc}")
+            return record("error", verdict=None, reply=None, error=str(exc), cause=exc.outcome)
         return record("unparsed", verdict=None, reply=reply.text)
 
 
@@ -166,10 +167,12 @@ def combine(task: JudgeTask, verdict: VerdictRecord,
         if verdict.status == "error":
             details = {**base.details, "llm_evaluation": evaluation, "cascade_correct": None}
             return replace(base, status="judge_error", correct=None, error=verdict.error,
-                           details=details, **common)
+                           details=details, cause=verdict.cause, **common)
         final = bool(base.rule_correct) or judge_correct is True
         details = {**base.details, "llm_evaluation": evaluation, "cascade_correct": final}
         return replace(base, correct=final, details=details, **common)
     status = {"ok": "ok", "unparsed": "judge_unparsed", "error": "judge_error"}[verdict.status]
-    return replace(base, status=status, correct=judge_correct,
-                   error=verdict.error, details={"llm_evaluation": evaluation}, **common)
+    cause = verdict.cause if verdict.status == "error" else (
+        "verdict unreadable after the re-asks" if verdict.status == "unparsed" else None)
+    return replace(base, status=status, correct=judge_correct, error=verdict.error,
+                   details={"llm_evaluation": evaluation}, cause=cause, **common)

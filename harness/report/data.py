@@ -15,9 +15,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..paths import details_path
 from ..records import NO_ANSWER_STATUSES, SCORED_STATUSES
-from .workdir import (details_path, iter_details, load_run_info, load_summaries, read_rows_at,
-                      stored_verdict_totals)
+from .workdir import (
+    iter_details,
+    load_run_info,
+    load_summaries,
+    read_rows_at,
+    stored_verdict_totals,
+)
 
 #: Samples embedded per (model, dataset); the rest are counted but not listed.
 DEFAULT_CAP = 2000

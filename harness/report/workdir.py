@@ -50,15 +50,6 @@ def load_run_info(work_dir: str | Path) -> dict[str, Any]:
         return {}
 
 
-def details_path(work_dir: str | Path, model: str, dataset: str) -> Path:
-    """Where the run wrote the details of ``model`` on ``dataset``.
-
-    Built from the work directory rather than taken from the summary's ``details``
-    entry, which is an absolute path that goes stale when the directory is moved.
-    """
-    return Path(work_dir) / "details" / model / f"{dataset}.jsonl"
-
-
 def iter_details(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(byte offset, row)`` for every readable line of a details JSONL file.
 

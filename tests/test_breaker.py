@@ -1,0 +1,132 @@
+"""A broken endpoint stops the run in seconds, with its cause; a transient storm does not.
+
+The circuit breaker of an endpoint (model or judge) opens after a run of failed attempts
+with no success that lasts long enough; the run then stops (exit 3) with one message
+naming the endpoint and the cause. 429s and short outages never open it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+
+import anyio
+import pytest
+
+import harness
+from harness.breaker import BreakerPolicy
+from harness.errors import EndpointDownError
+from harness.testing import FakeOpenAI, Fault
+
+from .helpers import (JUDGE_MODEL, arith_reply, expected_cascade, expected_correct,
+                      model_and_judge, model_cfg, write_arith, write_config,
+                      write_judge_config)
+from .test_cli import cli, env
+
+QUICK = BreakerPolicy(failures=5, seconds=0.5)
+
+
+def dead_port() -> int:
+    """A port on 127.0.0.1 where nothing listens (bound, then closed)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def always(fault):
+    return lambda body, attempt: fault
+
+
+@pytest.mark.timeout(90)
+async def test_a_dead_endpoint_stops_the_run_in_seconds_naming_it_and_the_cause(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 3000)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    url = f"http://127.0.0.1:{dead_port()}/v1"
+    started = time.monotonic()
+    result = await anyio.run_process(
+        cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--model-base-url", url,
+            "--model", "fake-model"), env=env(), check=False)
+    elapsed = time.monotonic() - started
+    err = result.stderr.decode()
+    assert result.returncode == 3, err
+    assert err.count("error:") == 1
+    assert f"model 'fake-model' at {url} is down" in err and "connection refused" in err
+    assert not (tmp_path / "w" / "results").exists()
+    print(f"stopped after {elapsed:.1f} s")  # the default breaker: about 10 s
+
+
+async def test_an_endpoint_answering_500_stops_with_the_status_and_the_body(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 3000)
+    async with FakeOpenAI(responder=arith_reply,
+                          faults=always(Fault("server_error", status=500))) as srv:
+        url = srv.base_url
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(url)])
+        with pytest.raises(EndpointDownError) as caught:
+            await harness.evaluate(cfg, work_dir=tmp_path / "w", breaker=QUICK)
+    assert caught.value.cause.startswith("HTTP 500: ")
+    assert url in str(caught.value)
+    # It stopped sending: a small share of the 18,000 attempts 3,000 samples could cost.
+    assert srv.stats.total < 1000
+
+
+async def test_a_dead_judge_stops_the_run_naming_the_judge(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 200)
+    judge_down = lambda body, attempt: (  # noqa: E731
+        Fault("server_error", status=503) if body["model"] == JUDGE_MODEL else None)
+    async with FakeOpenAI(responder=model_and_judge, faults=judge_down,
+                          models=("fake-model", JUDGE_MODEL)) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url)
+        with pytest.raises(EndpointDownError, match=f"judge '{JUDGE_MODEL}' at "):
+            await harness.evaluate(cfg, work_dir=tmp_path / "w", breaker=QUICK)
+    # Every model answer received before the stop is stored.
+    assert (tmp_path / "w" / "harness.db").stat().st_size > 0
+
+
+async def test_a_429_storm_longer_than_the_breaker_window_does_not_trip_it(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 40)
+    start = time.monotonic()
+    storm = lambda body, attempt: (  # noqa: E731
+        Fault("rate_limit", retry_after=0.2) if time.monotonic() - start < 2.0 else None)
+    async with FakeOpenAI(responder=arith_reply, faults=storm) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data,
+                           models=[model_cfg(srv.base_url, max_attempts=30)])
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w", breaker=QUICK)
+    assert srv.stats.faults["rate_limit"] > QUICK.failures
+    assert report.complete and report.result("arith")["correct"] == expected_correct(40)
+
+
+async def test_a_short_outage_does_not_trip_it(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 40)
+    start = time.monotonic()
+    outage = lambda body, attempt: (  # noqa: E731
+        Fault("server_error") if time.monotonic() - start < 0.3 else None)
+    async with FakeOpenAI(responder=arith_reply, faults=outage) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data,
+                           models=[model_cfg(srv.base_url, max_attempts=10)])
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w",
+                                        breaker=BreakerPolicy(failures=5, seconds=1.0))
+    assert srv.stats.faults["server_error"] > 5
+    assert report.complete and report.result("arith")["correct"] == expected_correct(40)
+
+
+async def test_the_end_of_a_run_counts_failures_by_cause(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 8)
+    judge_limited = lambda body, attempt: (  # noqa: E731
+        Fault("rate_limit", retry_after=0.01) if body["model"] == JUDGE_MODEL
+        else Fault("server_error", status=502) if "What is 0 + " in str(body) else None)
+    async with FakeOpenAI(responder=model_and_judge, faults=judge_limited,
+                          models=("fake-model", JUDGE_MODEL)) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url,
+                                 judge={"max_attempts": 2})
+        result = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--max-attempts", "2"),
+            env=env(), check=False)
+    err = result.stderr.decode()
+    assert result.returncode == 1
+    pending = expected_cascade(8)["rule_failures"]
+    assert f"judge_error: {pending} × HTTP 429: " in err and "after 2 attempts" in err
+    assert "model_error: 1 × HTTP 502: " in err
+    summary = json.loads((tmp_path / "w" / "results" / "fake" / "arith.json").read_text())
+    assert {(c["status"], c["count"]) for c in summary["pending_causes"]} == {
+        ("judge_error", pending), ("model_error", 1)}

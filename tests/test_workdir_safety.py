@@ -1,0 +1,99 @@
+"""Files stay inside the work directory, and a failed run never replaces good results."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+
+import anyio
+
+from harness.paths import safe_name
+from harness.testing import FakeOpenAI
+
+from .helpers import arith_reply, expected_correct, model_cfg, write_arith, write_config
+from .test_cli import cli, env
+
+N = 8
+
+
+def files_under(root):
+    return sorted(os.path.relpath(os.path.join(d, f), root)
+                  for d, _, names in os.walk(root) for f in names)
+
+
+async def test_names_from_the_endpoint_or_the_config_never_write_outside(tmp_path):
+    escape = f"harness-escape-{uuid.uuid4().hex}"
+    evil_model = f"../../../../../../tmp/{escape}"
+    data = write_arith(tmp_path / "a.jsonl", N)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    cfg.write_text(cfg.read_text().replace("abbr='arith'", "abbr='../../../ds'"))
+    work = tmp_path / "sub" / "w"
+    async with FakeOpenAI(responder=arith_reply, models=(evil_model,)) as srv:
+        # The model name is the first one the endpoint's /v1/models reports.
+        result = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(work), "-q", "--model-base-url", srv.base_url),
+            env=env(), check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    assert not os.path.exists(f"/tmp/{escape}")
+    outside = [f for f in files_under(tmp_path) if not f.startswith("sub/w/")]
+    assert sorted(outside) == ["a.jsonl", "cfg.py"]
+    inside = files_under(work)
+    model_dir, dataset_file = safe_name(evil_model), safe_name("../../../ds")
+    assert f"results/{model_dir}/{dataset_file}.json" in inside
+    assert f"details/{model_dir}/{dataset_file}.jsonl" in inside
+    assert ".." not in model_dir and "/" not in model_dir
+
+
+def test_plain_names_are_kept_and_changed_ones_do_not_collide():
+    assert safe_name("gemma-3-270m") == "gemma-3-270m" and safe_name("gsm8k") == "gsm8k"
+    assert safe_name("a/b") != safe_name("a_b") and safe_name("..") not in ("..", ".", "")
+
+
+def dead_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+
+
+async def snapshot(work):
+    files = {f: (work / f).read_bytes() for f in files_under(work)
+             if f.startswith(("results/", "details/"))}
+    files["summary.json results"] = json.loads((work / "summary.json").read_text())["results"]
+    return files
+
+
+async def test_a_run_against_a_dead_endpoint_leaves_the_good_results(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", N)
+    work = tmp_path / "w"
+    async with FakeOpenAI(responder=arith_reply) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        good = await anyio.run_process(cli("run", str(cfg), "-w", str(work), "-q"), env=env())
+    assert good.returncode == 0
+    before = await snapshot(work)
+    # The same config pointed at a dead endpoint: every call fails (one attempt each,
+    # too few to open the breaker, so the run ends with all samples failed).
+    bad = await anyio.run_process(
+        cli("run", str(cfg), "-w", str(work), "-q", "--model-base-url", dead_url(),
+            "--model", "fake-model", "--max-attempts", "1"), env=env(), check=False)
+    err = bad.stderr.decode()
+    assert bad.returncode == 1
+    assert "kept the earlier results of fake on arith" in err
+    assert await snapshot(work) == before
+    kept = json.loads((work / "results/fake/arith.json").read_text())
+    assert kept["complete"] and kept["correct"] == expected_correct(N)
+
+
+async def test_a_run_that_gets_as_far_replaces_the_results(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", N)
+    work = tmp_path / "w"
+    async with FakeOpenAI(responder=arith_reply) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        await anyio.run_process(cli("run", str(cfg), "-w", str(work), "-q"), env=env())
+        # A complete run on fewer samples is a result of its own: it replaces.
+        smaller = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(work), "-q", "--limit", "3"), env=env())
+    assert smaller.returncode == 0 and b"kept the earlier" not in smaller.stderr
+    assert json.loads((work / "results/fake/arith.json").read_text())["total"] == 3
+    assert len((work / "details/fake/arith.jsonl").read_text().splitlines()) == 3
