@@ -157,7 +157,9 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
                              if pairs is None or (s.abbr, d) in pairs)
         pipeline = Pipeline(run_config.datasets, specs, store,
                             PipelineOptions(work, mode, concurrency, limit, dump_details,
-                                            pairs=pairs, breaker=breaker),
+                                            pairs=pairs, breaker=breaker,
+                                            timeout=overrides.timeout,
+                                            max_attempts=overrides.max_attempts),
                             progress, starters)
         send, receive = anyio.create_memory_object_stream[SampleResult](0)
         run = Run(receive)

@@ -72,6 +72,10 @@ class PipelineOptions:
     pairs: frozenset[tuple[str, str]] | None = None
     #: When an endpoint counts as down and the run stops (``harness.breaker``).
     breaker: BreakerPolicy = BreakerPolicy()
+    #: The run's ``--timeout``/``--max-attempts``: judges use them unless their
+    #: ``judge_cfg`` says otherwise (models get them through ``ModelOverrides``).
+    timeout: float | None = None
+    max_attempts: int | None = None
 
 
 class Pipeline:
@@ -115,7 +119,8 @@ class Pipeline:
         for i, (abbr, (_, judge, _)) in enumerate(self.scorer.plans.items()):
             if judge is None:
                 continue
-            spec = judge_spec(judge.judge_cfg, f"datasets[{i}].eval_cfg.evaluator.judge_cfg")
+            spec = judge_spec(self._judge_cfg(judge.judge_cfg),
+                              f"datasets[{i}].eval_cfg.evaluator.judge_cfg")
             # Datasets share a client and a pacer only for the same endpoint, key and
             # limits; each runner keeps its own generation and re-ask settings. (The
             # key is part of an in-memory dict key only, never stored.)
@@ -125,6 +130,16 @@ class Pipeline:
                 self.endpoints[ident] = JudgeEndpoint(spec, self.options.breaker)
                 self.progress.judge.calls.append(self.endpoints[ident].client.stats)
             self.judges[abbr] = JudgeRunner(judge, self.endpoints[ident], self.store, spec)
+
+    def _judge_cfg(self, cfg: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``judge_cfg`` with the run's ``--timeout``/``--max-attempts`` where it sets
+        none of its own: a judge is bounded like the model, never 600 s × 6 by default."""
+        cfg = dict(cfg or {})
+        if self.options.timeout is not None:
+            cfg.setdefault("timeout", self.options.timeout)
+        if self.options.max_attempts is not None and "retry" not in cfg:
+            cfg.setdefault("max_attempts", self.options.max_attempts)
+        return cfg
 
     def _judge_mode(self, dataset: str) -> str | None:
         has_rule, judge, judge_all = self.scorer.plans[dataset]
