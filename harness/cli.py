@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 #: Exit codes: 0 all scored; 1 some samples pending, the run is incomplete (rerun to
 #: retry them);
-#: 2 bad config/input or a permanent endpoint error; 130 interrupted.
+#: 2 bad config/input (a bad flag, value or endpoint URL), an unusable work directory or
+#: store (a file, read-only, full, damaged, in use by another run), or a permanent
+#: endpoint error; 130 interrupted.
 EXIT_OK, EXIT_FAILED_SAMPLES, EXIT_CONFIG = 0, 1, 2
 
 
@@ -33,17 +35,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--mode", choices=["all", "infer", "eval"], default="all",
                      help="all: predict and score; infer: only predict; eval: re-score "
                      "stored predictions with zero model requests")
-    run.add_argument("-c", "--concurrency", type=int, default=64,
+    run.add_argument("-c", "--concurrency", type=_positive(int), default=64,
                      help="model calls in flight at once (default 64)")
-    run.add_argument("--limit", type=int, help="only the first N samples of each dataset")
+    run.add_argument("--limit", type=_positive(int),
+                     help="only the first N samples of each dataset")
     run.add_argument("--model-base-url", help="OpenAI-compatible endpoint, e.g. "
                      "http://localhost:8000/v1 (overrides the config's models)")
     run.add_argument("--model", help="model name sent to the endpoint (default: the "
                      "first one its /v1/models lists)")
     run.add_argument("--api-key-env", metavar="VAR",
                      help="name of the environment variable holding the API key")
-    run.add_argument("--timeout", type=float, help="seconds per attempt of a model call")
-    run.add_argument("--max-attempts", type=int, help="attempts per model call (default 6)")
+    run.add_argument("--timeout", type=_positive(float),
+                     help="seconds per attempt of a model call")
+    run.add_argument("--max-attempts", type=_positive(int),
+                     help="attempts per model call (default 6)")
     run.add_argument("--reuse", action="store_true",
                      help="accepted for OpenCompass compatibility: stored predictions "
                      "are always reused")
@@ -55,6 +60,31 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-q", "--quiet", action="store_true", help="no live progress")
     _add_report_commands(sub)
     return parser
+
+
+def _positive(kind: type) -> Callable[[str], Any]:
+    """An argparse ``type``: the flag's value as a positive ``kind`` (``int`` or
+    ``float``), checked by the same rule as config values (``config_keys.positive``).
+
+    A bad value (``-c 0``, ``--timeout -1``, ``--max-attempts two``) is a usage error:
+    exit 2, naming the flag, the value and what is allowed, before anything runs.
+    """
+
+    def parse(text: str) -> Any:
+        from .config_keys import positive as check
+        from .errors import ConfigError
+
+        try:
+            value: Any = kind(text)
+        except ValueError:
+            value = text  # not a number at all: the check says what is allowed
+        try:
+            return check(value, None, kind)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
 
 
 def _add_report_commands(sub: argparse._SubParsersAction) -> None:
@@ -98,13 +128,14 @@ def _run(args: argparse.Namespace) -> int:
     from .models import ModelOverrides
 
     config = resolve_config(args.config)
-    overrides = ModelOverrides(args.model_base_url, args.model, args.api_key_env,
-                               args.timeout, args.max_attempts)
 
     async def go():
         from .api import evaluate
         from .interrupt import run_until_signal
 
+        # Made here, inside the error handling below: it checks its values.
+        overrides = ModelOverrides(args.model_base_url, args.model, args.api_key_env,
+                                   args.timeout, args.max_attempts)
         return await run_until_signal(lambda: evaluate(
             config, work_dir=args.work_dir, mode=args.mode, concurrency=args.concurrency,
             limit=args.limit, overrides=overrides, dump_details=args.dump_details,
@@ -129,6 +160,12 @@ def _run(args: argparse.Namespace) -> int:
             print("the run stopped: results/ and details/ of earlier runs are as they were, "
                   "and every answer received is stored", file=sys.stderr)
         return getattr(exc, "exit_code", 1)
+    except OSError as exc:
+        # A file of the work directory could not be written (a full disk, a read-only
+        # file system): the cause and the file, not a traceback.
+        print(f"error: {_os_error_text(exc)}; every prediction and verdict stored so far "
+              "is kept: fix the cause and run the same command again", file=sys.stderr)
+        return EXIT_CONFIG
     print(report.table())
     for line in _judge_lines(report.summaries):
         print(line)
@@ -150,6 +187,12 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  {line}", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     return EXIT_OK
+
+
+def _os_error_text(exc: OSError) -> str:
+    """``FILE: cause`` of an ``OSError`` (just the cause when it names no file)."""
+    cause = exc.strerror or str(exc)
+    return f"{exc.filename}: {cause}" if exc.filename else cause
 
 
 def _show_warnings() -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import inspect
+import math
 from typing import Any, Callable, Collection, Iterator, Mapping
 
 from .errors import ConfigError
@@ -104,15 +105,19 @@ def construct(cfg: Mapping[str, Any], default: Callable[..., Any] | None = None)
     return kind(**kwargs)
 
 
-def positive(value: Any, field: str, kind: type = float) -> Any:
-    """``value`` as a positive ``kind`` (``int`` or ``float``), ``None`` when it is
-    ``None``; anything else is a ``ConfigError`` naming ``field``."""
+def positive(value: Any, field: str | None, kind: type = float) -> Any:
+    """``value`` as a positive, finite ``kind`` (``int`` or ``float``), ``None`` when it
+    is ``None``; anything else is a ``ConfigError`` naming ``field`` (``None``: the
+    caller names it, as argparse does for a flag)."""
     if value is None:
         return None
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not is_number or (kind is int and not isinstance(value, int)):
         expected = "an integer" if kind is int else "a number"
         raise ConfigError(f"must be {expected}, not {value!r}", field=field)
+    # NaN passes every comparison, and an infinite timeout or rate is no limit at all.
+    if not math.isfinite(value):
+        raise ConfigError(f"must be a finite number, not {value!r}", field=field)
     if value <= 0:
         raise ConfigError(f"must be positive, not {value!r}", field=field)
     return kind(value)

@@ -37,7 +37,7 @@ import anyio.abc
 import anyio.to_thread
 from anyio.streams.buffered import BufferedByteReceiveStream, DelimiterNotFound
 
-from harness.errors import LocalModelError
+from harness.errors import LocalModelError, LocalModelMissingError
 
 __all__ = [
     "DEFAULT_MODEL_ALIAS",
@@ -103,7 +103,7 @@ def local_model_available() -> bool:
 
 def _require_local_model() -> None:
     if not local_model_available():
-        raise LocalModelError(_INSTALL_HINT)
+        raise LocalModelMissingError(_INSTALL_HINT)
 
 
 def _default_cache_dir() -> Path:

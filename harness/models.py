@@ -21,6 +21,7 @@ a model's calls exactly as they limit a judge's: the same ``RateLimiter`` in the
 from __future__ import annotations
 
 import os
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -50,13 +51,22 @@ INERT_MODEL_KEYS = ("batch_size", "run_cfg", "tokenizer_path", "max_seq_len",
 
 @dataclass(frozen=True)
 class ModelOverrides:
-    """Endpoint settings from the command line (``None`` = not given)."""
+    """Endpoint settings from the command line (``None`` = not given).
+
+    ``timeout`` and ``max_attempts`` must be positive (a ``ConfigError`` naming the flag
+    otherwise); ``base_url`` is checked where the endpoint is resolved.
+    """
 
     base_url: str | None = None
     model: str | None = None
     api_key_env: str | None = None
     timeout: float | None = None
     max_attempts: int | None = None
+
+    def __post_init__(self) -> None:
+        # The CLI checks its flags already; a library caller passes values straight in.
+        positive(self.timeout, "--timeout")
+        positive(self.max_attempts, "--max-attempts", int)
 
 
 def resolve_models(config_models: list[Mapping[str, Any]], overrides: ModelOverrides,
@@ -69,7 +79,8 @@ def resolve_models(config_models: list[Mapping[str, Any]], overrides: ModelOverr
     env = os.environ if env is None else env
     if overrides.base_url or overrides.model:
         first = dict(config_models[0]) if config_models else {}
-        base_url = (overrides.base_url or env.get("HARNESS_MODEL_BASE_URL")
+        base_url = (_from(overrides.base_url, "--model-base-url")
+                    or _from(env.get("HARNESS_MODEL_BASE_URL"), "$HARNESS_MODEL_BASE_URL")
                     or _base_url(first))
         if not base_url:
             raise ConfigError("--model was given but no endpoint: add --model-base-url or "
@@ -82,7 +93,8 @@ def resolve_models(config_models: list[Mapping[str, Any]], overrides: ModelOverr
         return [model_spec(m, f"models[{i}]", overrides, env)
                 for i, m in enumerate(config_models)]
     if env.get("HARNESS_MODEL_BASE_URL"):
-        cfg = {"base_url": env["HARNESS_MODEL_BASE_URL"], "path": env.get("HARNESS_MODEL", "")}
+        cfg = {"base_url": _from(env["HARNESS_MODEL_BASE_URL"], "$HARNESS_MODEL_BASE_URL"),
+               "path": env.get("HARNESS_MODEL", "")}
         return [model_spec(cfg, "HARNESS_MODEL_BASE_URL", overrides, env)]
     return None
 
@@ -103,8 +115,8 @@ def model_spec(cfg: Mapping[str, Any], where: str, overrides: ModelOverrides = M
             model=name,
             base_url=str(base_url).rstrip("/"),
             api_key=_api_key(cfg, overrides, env),
-            **{**settings, "timeout": overrides.timeout or settings["timeout"],
-               "max_attempts": overrides.max_attempts or settings["max_attempts"]},
+            **{**settings, "timeout": _given(overrides.timeout, settings["timeout"]),
+               "max_attempts": _given(overrides.max_attempts, settings["max_attempts"])},
         )
 
 
@@ -120,7 +132,8 @@ def model_settings(cfg: Any) -> dict[str, Any]:
         raise ConfigError(f"a model must be a dict, not {cfg!r}")
     check_keys(cfg, (*MODEL_KEYS, *GEN_KEYS, *INERT_MODEL_KEYS), "model")
     _check_type(cfg.get("type"))
-    attempts = "max_attempts" if cfg.get("max_attempts") else "retry"
+    _check_endpoint(cfg)
+    attempts = "max_attempts" if cfg.get("max_attempts") is not None else "retry"
     return dict(
         gen_params=_gen_params(cfg),
         timeout=_positive(cfg, "timeout") or 600.0,
@@ -193,13 +206,69 @@ def _transport(cfg: Mapping[str, Any]) -> str:
     return name
 
 
-def _base_url(cfg: Mapping[str, Any]) -> str | None:
-    url = cfg.get("base_url") or cfg.get("openai_api_base") or cfg.get("api_base")
+#: The keys a model dict may give its endpoint under; the first one given wins.
+ENDPOINT_KEYS = ("base_url", "openai_api_base", "api_base")
+
+
+def _endpoint(cfg: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(key, url)`` of the endpoint a model dict gives, if any: the first of a list
+    (OpenCompass allows several), without a trailing ``/chat/completions``."""
+    key = next((k for k in ENDPOINT_KEYS if cfg.get(k)), None)
+    if key is None:
+        return None
+    url = cfg[key]
     if isinstance(url, (list, tuple)):
         url = url[0] if url else None
     if url and str(url).rstrip("/").endswith("/chat/completions"):
         url = str(url).rstrip("/")[: -len("/chat/completions")]
-    return str(url) if url else None
+    return (key, str(url)) if url else None
+
+
+def _base_url(cfg: Mapping[str, Any]) -> str | None:
+    endpoint = _endpoint(cfg)
+    return endpoint[1] if endpoint else None
+
+
+def endpoint_url(url: str, source: str) -> str:
+    """``url`` if it is an http(s) URL with a host, else a ``ConfigError`` naming
+    ``source`` (a config key, a flag or an environment variable) and the value.
+
+    Anything else would only fail at the first request, as a connection error retried
+    like a flaky network, and the run would end with every sample pending.
+    """
+    if _is_http_url(url):
+        return url
+    raise ConfigError(f"{url!r} is not an http(s) URL with a host; give the server's "
+                      "OpenAI-compatible base URL, such as http://localhost:8000/v1",
+                      field=source)
+
+
+def _is_http_url(url: str) -> bool:
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port  # a port that is not a number raises ValueError
+    except ValueError:
+        return False
+    return (parts.scheme in ("http", "https") and bool(parts.hostname) and port != 0
+            and not any(c.isspace() for c in url))
+
+
+def _from(url: str | None, source: str) -> str | None:
+    """``url`` from a flag or environment variable ``source``, checked (``None`` stays)."""
+    return endpoint_url(url, source) if url else None
+
+
+def _check_endpoint(cfg: Mapping[str, Any]) -> None:
+    """A model dict's endpoint, when it gives one, must be a URL (checked with the rest
+    of the config, before any request)."""
+    endpoint = _endpoint(cfg)
+    if endpoint:
+        endpoint_url(endpoint[1], endpoint[0])
+
+
+def _given(value: Any, default: Any) -> Any:
+    """``value`` unless it is ``None`` (not ``or``: a bad 0 must not turn into a default)."""
+    return default if value is None else value
 
 
 def _name(cfg: Mapping[str, Any]) -> str:

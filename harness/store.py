@@ -3,24 +3,32 @@ it arrives.
 
 One ``Store`` owns one aiosqlite connection. WAL mode with ``synchronous=NORMAL`` means a
 committed row survives the process being killed (SIGKILL) at any point; at most the
-requests in flight at that moment are lost. A lock file keeps a second process off the
-same work directory. API keys never reach the store: rows hold keys (hashes), texts and
-statuses only.
+requests in flight at that moment are lost. A lock on the work directory itself keeps a
+second process off it. API keys never reach the store: rows hold keys (hashes), texts
+and statuses only.
+
+A work directory that cannot be used (a file, not writable, on a full disk) or a store
+that is damaged is a ``StoreError`` naming the path and the cause, raised when the store
+opens, before any request; a disk that fills during a run stops it with the same kind of
+message, and every transaction committed before stays committed.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import sqlite3
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import aiosqlite
 
-from .errors import SchemaVersionError, StoreError, WorkDirLockedError
+from .errors import (SchemaVersionError, StoreCorruptError, StoreError, WorkDirError,
+                     WorkDirLockedError)
 from .keys import canonical_json
 from .records import Completion, VerdictRecord
 
@@ -133,18 +141,19 @@ class Store:
         self._lock_fd: int | None = None
 
     async def __aenter__(self) -> "Store":
-        self.work_dir.mkdir(parents=True, exist_ok=True)
         self._acquire_lock()
         try:
+            _check_writable(self.work_dir)
             self._conn = await aiosqlite.connect(self.path, isolation_level=None)
             await self._conn.execute("PRAGMA journal_mode=WAL")
             await self._conn.execute("PRAGMA synchronous=NORMAL")
             await self._conn.execute("PRAGMA busy_timeout=10000")
+            await self._check_intact()
             await self._conn.executescript(_SCHEMA)
             await self._check_version()
         except sqlite3.Error as exc:
             await self.aclose()
-            raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
+            raise self._error("cannot open the store", exc) from exc
         except BaseException:
             await self.aclose()
             raise
@@ -173,15 +182,49 @@ class Store:
         return self._conn
 
     def _acquire_lock(self) -> None:
-        fd = os.open(self.work_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        """Lock the work directory itself (``flock`` on a descriptor of the directory).
+
+        Not a lock file in it: a file can be deleted while a run holds its lock, and the
+        next run would then lock a new file and write the same details files. A
+        directory that holds a store cannot be removed (only renamed or removed with
+        everything in it, which ends the first run's work anyway).
+        """
+        fd = _open_work_dir(self.work_dir)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        except OSError as exc:
             os.close(fd)
-            raise WorkDirLockedError(
-                f"{self.work_dir}: another harness process is using this work directory; "
-                "wait for it to finish or choose another --work-dir") from None
+            if isinstance(exc, BlockingIOError):
+                raise WorkDirLockedError(
+                    f"{self.work_dir}: another harness process is using this work directory; "
+                    "wait for it to finish or choose another --work-dir") from None
+            # flock on a directory fails on network file systems, where SQLite's WAL
+            # mode does not work either.
+            raise WorkDirError(f"{self.work_dir}: cannot lock the work directory "
+                               f"({exc.strerror}); use one on a local disk") from exc
         self._lock_fd = fd
+
+    async def _check_intact(self) -> None:
+        """Refuse a damaged store before the run relies on it: a truncated copy can
+        open and even answer the first queries. ``quick_check`` reads every page once
+        (about 0.1 s per 100 MB)."""
+        async with self.conn.execute("PRAGMA quick_check(1)") as cur:
+            row = await cur.fetchone()
+        if row is None or row[0] != "ok":
+            raise StoreCorruptError(f"{self.path}: the store is damaged ({row and row[0]}); "
+                                    f"{_CORRUPT_HINT}")
+
+    def _error(self, doing: str, exc: sqlite3.Error) -> StoreError:
+        """The ``StoreError`` for a failed SQLite call: what failed, the cause, what to do."""
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        if code in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB):
+            return StoreCorruptError(f"{self.path}: {doing}: the file is damaged or is not "
+                                     f"a harness store ({exc}); {_CORRUPT_HINT}")
+        # SQLite says "disk I/O error" when a full disk refuses its shared-memory file.
+        if code == sqlite3.SQLITE_FULL or (code == sqlite3.SQLITE_IOERR
+                                           and _disk_full(self.work_dir)):
+            return StoreError(f"{self.path}: {doing}: {exc}; {_DISK_FULL}")
+        return StoreError(f"{self.path}: {doing}: {exc}{_HINTS.get(code, '')}")
 
     async def _check_version(self) -> None:
         async with self.conn.execute(
@@ -220,7 +263,7 @@ class Store:
                 "INSERT INTO models VALUES (?, ?, ?) ON CONFLICT(abbr) DO UPDATE SET "
                 "spec = excluded.spec, updated = excluded.updated", rows)
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: recording models failed: {exc}") from exc
+            raise self._error("recording models failed", exc) from exc
 
     async def recorded_models(self, datasets: Sequence[str]) -> list[dict[str, Any]]:
         """The recorded models with at least one stored prediction for ``datasets``."""
@@ -231,7 +274,7 @@ class Store:
             async with self.conn.execute(sql, tuple(datasets)) as cur:
                 return [json.loads(row[0]) for row in await cur.fetchall()]
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: reading models failed: {exc}") from exc
+            raise self._error("reading models failed", exc) from exc
 
     async def stored_pairs(self, datasets: Sequence[str]) -> set[tuple[str, str]]:
         """``(model, dataset)`` pairs with at least one stored prediction, for ``datasets``."""
@@ -241,7 +284,7 @@ class Store:
             async with self.conn.execute(sql, tuple(datasets)) as cur:
                 return {(row[0], row[1]) for row in await cur.fetchall()}
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: reading predictions failed: {exc}") from exc
+            raise self._error("reading predictions failed", exc) from exc
 
     async def lookup_predictions(self, keys: Sequence[str]) -> dict[str, StoredPrediction]:
         """Stored successful predictions among ``keys`` (one query per call)."""
@@ -254,7 +297,7 @@ class Store:
             async with self.conn.execute(sql, tuple(keys)) as cur:
                 return {row[0]: StoredPrediction(row[1:]) for row in await cur.fetchall()}
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: reading predictions failed: {exc}") from exc
+            raise self._error("reading predictions failed", exc) from exc
 
     async def lookup_verdicts(self, keys: Sequence[str]) -> dict[str, VerdictRecord]:
         """Stored final verdicts (``ok`` or ``unparsed``) among ``keys``, in one query."""
@@ -268,7 +311,7 @@ class Store:
                 return {row[0]: VerdictRecord(*row, cached=True)
                         for row in await cur.fetchall()}
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: reading verdicts failed: {exc}") from exc
+            raise self._error("reading verdicts failed", exc) from exc
 
     async def write_completions(self, batch: Iterable[Completion | VerdictRecord]) -> None:
         """Commit a batch of fresh completions and verdicts in one transaction."""
@@ -301,4 +344,61 @@ class Store:
                     await self.conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
-            raise StoreError(f"{self.path}: writing results failed: {exc}") from exc
+            raise self._error("writing results failed", exc) from exc
+
+
+_CORRUPT_HINT = ("move it away (or put back a good copy) and run again; without it the "
+                 "run starts over with an empty store")
+
+_DISK_FULL = ("the disk is full: free some space and run the same command again "
+              "(everything stored so far is kept)")
+
+#: What to do, by SQLite's primary result code.
+_HINTS = {
+    sqlite3.SQLITE_READONLY: "; the store or its directory is read-only: make it "
+                             "writable or choose another --work-dir",
+    sqlite3.SQLITE_CANTOPEN: "; check that the work directory can be written",
+    sqlite3.SQLITE_IOERR: "; the disk reported an error",
+}
+
+
+def _disk_full(path: Path) -> bool:
+    """Whether the file system of ``path`` has no block left for this process."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    # root may write into the blocks reserved for it (f_bfree), others may not.
+    return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) == 0
+
+
+def _open_work_dir(path: Path) -> int:
+    """Create the work directory if needed and open a descriptor of it to lock."""
+    if path.exists() and not path.is_dir():
+        raise WorkDirError(f"{path}: the work directory is a file, not a directory; "
+                           "choose another --work-dir")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        # NotADirectoryError: a folder on the way is a file.
+        why = ("a part of the path is a file" if isinstance(exc, NotADirectoryError)
+               else exc.strerror)
+        raise WorkDirError(f"{path}: cannot create the work directory ({why}); choose "
+                           "another --work-dir") from exc
+
+
+def _check_writable(path: Path) -> None:
+    """Results, details and the store are written in ``path``: find out now, before any
+    request, that they cannot be. (As root, permission bits do not stop a write, so the
+    test is a write: one block to an unnamed temporary file, which leaves nothing
+    behind.)"""
+    try:
+        with tempfile.TemporaryFile(dir=path) as probe:
+            probe.write(bytes(4096))
+            probe.flush()
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise WorkDirError(f"{path}: {_DISK_FULL}") from exc
+        raise WorkDirError(f"{path}: the work directory is not writable ({exc.strerror}); "
+                           "make it writable or choose another --work-dir") from exc

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from .config import DatasetSpec
+from .config_keys import positive
 from .errors import ConfigError, DatasetError
 from .postprocessors import is_extraction_failure
 from .prompt import PLACEHOLDER
@@ -54,6 +55,17 @@ def _in_range(spec: DatasetSpec,
         if stop is not None and index >= stop:
             break
         yield index, line, row
+
+
+def check_run_options(concurrency: Any, limit: Any) -> None:
+    """The numbers a run is given beside its config: ``concurrency`` must be a positive
+    integer and ``limit`` one or ``None``; a ``ConfigError`` names the one that is not.
+
+    The CLI checks its flags already; ``evaluate``/``open_run`` callers pass values
+    straight in, and a concurrency of 0 would otherwise end in a broken stream.
+    """
+    positive(concurrency, "concurrency", int)
+    positive(limit, "limit", int)
 
 
 def validate_dataset(spec: DatasetSpec, limit: int | None = None) -> Selection:

@@ -22,11 +22,10 @@ from typing import Any, Mapping
 
 from ..config_keys import check_keys, within
 from ..errors import ConfigError
-from ..models import GEN_KEYS, INERT_MODEL_KEYS, MODEL_KEYS, model_settings, model_spec
+from ..models import (ENDPOINT_KEYS, GEN_KEYS, INERT_MODEL_KEYS, MODEL_KEYS, endpoint_url,
+                      model_settings, model_spec)
 from ..records import ModelSpec
 from .verdict import CONSTRAINT_MODES, constraint_params
-
-_ENDPOINT_KEYS = ("openai_api_base", "base_url", "api_base")
 
 #: ``judge_cfg`` keys beyond a model dict's (``rpm``, ``tpm`` and ``concurrency`` are
 #: model keys: they pace a judge exactly as they pace a model).
@@ -95,14 +94,14 @@ def judge_spec(judge_cfg: Mapping[str, Any] | None, where: str = "judge_cfg",
     with within(where):
         settings = judge_settings(judge_cfg)
     cfg = dict(judge_cfg or {})
-    if not any(cfg.get(k) for k in _ENDPOINT_KEYS):
+    if not any(cfg.get(k) for k in ENDPOINT_KEYS):
         missing = [v for v in ("OC_JUDGE_MODEL", "OC_JUDGE_API_BASE") if not env.get(v)]
         if missing:
             raise ConfigError(f"judge_cfg names no endpoint and {', '.join(missing)} "
                               "is not set; set OC_JUDGE_MODEL, OC_JUDGE_API_BASE (and "
                               "OC_JUDGE_API_KEY) or give a judge_cfg", field=where)
         cfg.setdefault("path", env["OC_JUDGE_MODEL"])
-        cfg["openai_api_base"] = env["OC_JUDGE_API_BASE"]
+        cfg["openai_api_base"] = endpoint_url(env["OC_JUDGE_API_BASE"], "$OC_JUDGE_API_BASE")
         if env.get("OC_JUDGE_API_KEY"):
             cfg.setdefault("key", env["OC_JUDGE_API_KEY"])
         cfg.setdefault("abbr", "judge")

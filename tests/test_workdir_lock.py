@@ -1,0 +1,77 @@
+"""One run per work directory, even if someone deletes a lock file (issue 13, point 6).
+
+The lock is held on the work directory itself, so there is no file whose removal lets a
+second run in. Two real processes: the first is held open by a fake server that answers
+only when the test lets it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+
+from harness.testing import FakeOpenAI
+
+from .helpers import arith_reply, expected_correct, write_arith, write_config
+from .test_cli import cli, env
+
+
+def listing(work: Path) -> dict[str, tuple[int, int]]:
+    """Size and modification time of every file the runs write besides the store."""
+    return {str(p.relative_to(work)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(work.rglob("*"))
+            if p.is_file() and not p.name.startswith("harness.db")}
+
+
+async def test_deleting_the_lock_file_does_not_let_a_second_run_in(tmp_path):
+    n = 20
+    cfg = write_config(tmp_path / "cfg.py", write_arith(tmp_path / "a.jsonl", n))
+    work = tmp_path / "w"
+    release = anyio.Event()
+
+    async def held(body: dict) -> str:
+        await release.wait()
+        return arith_reply(body)
+
+    async with FakeOpenAI(responder=held) as first_srv, \
+            FakeOpenAI(responder=arith_reply) as second_srv:
+        def args(srv: FakeOpenAI) -> list[str]:
+            return cli("run", str(cfg), "-w", str(work), "-q", "--model-base-url",
+                       srv.base_url, "--model", "fake-model", "-c", "4")
+
+        first = await anyio.open_process(args(first_srv), env=env())
+        async with first:
+            with anyio.fail_after(30):
+                while first_srv.stats.in_flight == 0:
+                    await anyio.sleep(0.01)
+            # What a user clearing a "stale" lock does (the lock file of earlier versions).
+            (work / ".lock").unlink(missing_ok=True)
+            before = listing(work)
+            second = await anyio.run_process(args(second_srv), env=env(), check=False)
+            after = listing(work)
+            release.set()
+            with anyio.fail_after(60):
+                await first.wait()
+            first_err = b"".join([chunk async for chunk in first.stderr]).decode()
+        assert second_srv.stats.total == 0
+    assert second.returncode == 2, second.stderr.decode()
+    assert b"another harness process is using this work directory" in second.stderr
+    assert b"Traceback" not in second.stderr
+    assert after == before  # the second run touched neither details nor results
+    assert first.returncode == 0, first_err
+    rows = (work / "details" / "fake-model" / "arith.jsonl").read_text().splitlines()
+    assert sorted(json.loads(row)["index"] for row in rows) == list(range(n))
+    result = json.loads((work / "results" / "fake-model" / "arith.json").read_text())
+    assert result["correct"] == expected_correct(n)
+
+
+async def test_the_lock_goes_with_the_run(server, tmp_path):
+    cfg = write_config(tmp_path / "cfg.py", write_arith(tmp_path / "a.jsonl", 4))
+    args = cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--model-base-url",
+               server.base_url, "--model", "fake-model")
+    for _ in range(2):  # the second run finds the directory free again
+        result = await anyio.run_process(args, env=env(), check=False)
+        assert result.returncode == 0, result.stderr.decode()
+    assert not (tmp_path / "w" / ".lock").exists()
