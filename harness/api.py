@@ -32,7 +32,7 @@ from .paths import result_path
 from .results import summary_table, write_json
 from .run_models import discover_name, models_for_eval, spec_record
 from .store import Store
-from .validate import validate_dataset
+from .validate import check_run_options, validate_dataset
 
 
 @dataclass
@@ -125,6 +125,7 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
     Leaving the block early cancels the run (stored results stay stored). After the
     block, ``run.report`` holds the summaries.
     """
+    check_run_options(concurrency, limit)
     run_config = _load(config, datasets, models)
     specs = resolve_models(run_config.models, overrides)
     rows = {d.abbr: validate_dataset(d, limit).rows * d.n for d in run_config.datasets}

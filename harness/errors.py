@@ -131,14 +131,17 @@ class EndpointDownError(PermanentModelError):
 
 
 class LocalModelError(HarnessError):
-    """The embedded local model server could not be started or stopped."""
+    """The embedded local model server could not be started or stopped.
+
+    ``exit_code`` is 2: the run could not start (1 would mean an incomplete run).
+    """
+
+    exit_code = 2
 
 
 class LocalModelMissingError(LocalModelError):
     """The embedded model's packages (the ``[local]`` extra) are not installed: a setup
     mistake, reported like a config error."""
-
-    exit_code = 2
 
 
 def primary_error(group: BaseExceptionGroup) -> BaseException:

@@ -174,11 +174,21 @@ class Pipeline:
                     await endpoint.aclose()
             # An interrupted run leaves the previous details file as it was, and so does
             # one that got less far than the run that wrote the previous results.
-            for pair, acc in self.accumulators.items():
-                previous = read_json(result_path(self.options.work_dir, *pair))
-                if finished and keeps_previous(acc.summary(), previous):
-                    self.kept[pair] = previous
+            self._close_details(finished)
+
+    def _close_details(self, finished: bool) -> None:
+        """Close every details file (the first error is raised after all are closed)."""
+        error: BaseException | None = None
+        for pair, acc in self.accumulators.items():
+            previous = read_json(result_path(self.options.work_dir, *pair))
+            if finished and keeps_previous(acc.summary(), previous):
+                self.kept[pair] = previous
+            try:
                 acc.close(keep=finished and pair not in self.kept)
+            except OSError as exc:
+                error = error or exc
+        if error is not None:
+            raise error
 
     def _add_client(self, spec: ModelSpec) -> ModelClient:
         slots = spec.concurrency or self.options.concurrency

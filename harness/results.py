@@ -107,18 +107,27 @@ class Accumulator:
         if self._fh is None or self.details_path is None:
             return
         part = Path(self._fh.name)
-        self._fh.close()
-        self._fh = None
-        if keep:
-            self._offsets.sort()
-            tmp = self.details_path.with_suffix(".jsonl.tmp")
-            with open(part, "rb") as src, open(tmp, "wb") as dst:
-                for _, _, offset, size in self._offsets:
-                    src.seek(offset)
-                    dst.write(src.read(size))
-            os.replace(tmp, self.details_path)
-        os.unlink(part)
-        self._offsets.clear()
+        tmp = self.details_path.with_suffix(".jsonl.tmp")
+        fh, self._fh = self._fh, None
+        try:
+            try:
+                fh.close()
+            except OSError:
+                if keep:
+                    raise
+                # A full disk failing the last flush of a file being discarded anyway.
+            if keep:
+                self._offsets.sort()
+                with open(part, "rb") as src, open(tmp, "wb") as dst:
+                    for _, _, offset, size in self._offsets:
+                        src.seek(offset)
+                        dst.write(src.read(size))
+                os.replace(tmp, self.details_path)
+        finally:
+            # Never a half-written file left behind, whatever failed.
+            part.unlink(missing_ok=True)
+            tmp.unlink(missing_ok=True)
+            self._offsets.clear()
 
     def summary(self) -> dict[str, Any]:
         """The results JSON for this model and dataset.
@@ -270,12 +279,16 @@ def read_json(path: Path) -> dict[str, Any] | None:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write JSON atomically (temp file + rename), so a kill never leaves half a file."""
+    """Write JSON atomically (temp file + rename), so a kill never leaves half a file,
+    and a failed write (a full disk) leaves the old file and no temp file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n",
-                   encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n",
+                       encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def summary_table(summaries: list[dict[str, Any]]) -> str:

@@ -87,8 +87,6 @@ def test_model_overrides_refuse_what_the_flags_refuse(field, value):
         ModelOverrides(**{field: value})
 
 
-@pytest.mark.xfail(strict=True, reason="needs open_run (harness/api.py) to call "
-                   "validate.check_run_options(concurrency, limit) first")
 @pytest.mark.parametrize("option", [dict(concurrency=0), dict(concurrency=-1), dict(limit=-1)])
 async def test_the_library_refuses_a_bad_concurrency_or_limit(server, tmp_path, option):
     cfg = write_config(tmp_path / "cfg.py", write_arith(tmp_path / "a.jsonl", 4),
@@ -358,8 +356,6 @@ def completion(key: str, text: str) -> Completion:
     return Completion(sample, "ok", text, "stop")
 
 
-@pytest.mark.xfail(strict=True, reason="needs Accumulator.close (harness/results.py) to "
-                   "remove its .part file when closing it fails (ENOSPC on the flush)")
 async def test_a_disk_that_fills_during_a_run_stops_it_and_keeps_what_is_stored(tmp_path,
                                                                                 mount):
     work = tmp_path / "w"
