@@ -8,12 +8,13 @@ them through ``harness.evaluate`` or ``python -m harness run``.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable, Mapping
 
 from ..config_keys import accepted_keywords, check_keys, construct, within
 from ..evaluators.base import EVALUATORS, BaseEvaluator, as_detail
-from ..prompt import RawPromptTemplate
+from ..errors import ConfigError
+from ..prompt import PLACEHOLDER, RawPromptTemplate
+from .defuse import Defuser
 from .verdict import parse_verdict
 
 
@@ -23,8 +24,9 @@ class GenericLLMEvaluator(BaseEvaluator):
 
     ``prompt_template`` is ``dict(type=RawPromptTemplate, messages=[...])`` or the name of
     a preset in ``judges/`` (``'grader'``, ``'strict'``). Its placeholders are any column
-    of the sample plus ``{prediction}``, ``{reference}`` and ``{obj_gold}``; unknown ones
-    stay as written, and filling is one pass. ``judge_cfg`` is described in
+    of the sample plus ``{prediction}`` (required: a template without it is a
+    ``ConfigError``), ``{reference}`` and ``{obj_gold}``; unknown ones stay as written,
+    and filling is one pass. ``judge_cfg`` is described in
     ``harness.judge.spec``; its keys are checked here, when the config is loaded.
     ``dataset_cfg`` is accepted and ignored (the evaluated dataset supplies the rows), as
     in a cascade. ``timeout`` is not taken: a judge call's timeout is ``judge_cfg``'s.
@@ -45,10 +47,14 @@ class GenericLLMEvaluator(BaseEvaluator):
             if not isinstance(prompt_template, Mapping):
                 raise TypeError("GenericLLMEvaluator needs prompt_template")
             self.template: RawPromptTemplate = construct(prompt_template, RawPromptTemplate)
+            _check_prediction_placeholder(self.template)
         with within("judge_cfg"):
             judge_settings(judge_cfg)
         self.judge_cfg = dict(judge_cfg or {})
-        self.delimiters = prediction_delimiters(self.template)
+        #: Neutralises copies of the template's structure in a prediction (``render``).
+        self.defuse = Defuser(m["content"] for m in self.template.messages)
+        #: The template's delimiter-like tokens, as written (what ``defuse`` neutralises).
+        self.delimiters = self.defuse.tokens
         with within("dict_postprocessor"):
             _check_dict_postprocessor(dict_postprocessor)
         self.dict_postprocessor = dict_postprocessor
@@ -63,51 +69,14 @@ class GenericLLMEvaluator(BaseEvaluator):
                reference: Any) -> tuple[dict[str, str], ...]:
         """The judge messages for one sample (one-pass fill; the prediction is data).
 
-        The prediction cannot break out of its block: any copy of the template's
-        delimiters inside it is defused first (see ``defuse``).
+        The prediction cannot imitate the template's structure: every copy of one of its
+        delimiter-like tokens in it, however disguised, is neutralised first (see
+        ``harness.judge.defuse``).
         """
         values = dict(row)
-        values.update(prediction=defuse(str(prediction), self.delimiters),
+        values.update(prediction=self.defuse(str(prediction)),
                       reference=reference, obj_gold=reference)
         return self.template.render(values)
-
-
-def prediction_delimiters(template: RawPromptTemplate) -> tuple[str, ...]:
-    """The markers around ``{prediction}`` in a template: the text on the lines just
-    before and after it (``<Predicted Answer Begin>``, ``<Predicted End>``)."""
-    found: list[str] = []
-    for message in template.messages:
-        content = message["content"]
-        at = content.find("{prediction}")
-        if at < 0:
-            continue
-        before = content[:at].rstrip().rsplit("\n", 1)[-1]
-        after = content[at + len("{prediction}"):].lstrip().split("\n", 1)[0]
-        for marker in (before, after):
-            marker = marker.strip().rstrip(":").strip()
-            if len(marker) >= 3 and marker not in found:
-                found.append(marker)
-    return tuple(found)
-
-
-_LOOKALIKE = str.maketrans({"<": "\u2039", ">": "\u203a", "[": "\u27e6", "]": "\u27e7"})
-
-
-def defuse(prediction: str, delimiters: tuple[str, ...]) -> str:
-    """``prediction`` with every (case-insensitive) copy of a delimiter made inert.
-
-    Brackets become look-alike characters (``‹Predicted End›``), so a judge still reads
-    the text but a reply cannot close its own block and write instructions outside it.
-    """
-    for marker in delimiters:
-        pattern = re.compile(re.escape(marker), re.IGNORECASE)
-        prediction = pattern.sub(lambda m: _inert(m.group(0)), prediction)
-    return prediction
-
-
-def _inert(text: str) -> str:
-    changed = text.translate(_LOOKALIKE)
-    return changed if changed != text else text[0] + "\u200b" + text[1:]
 
 
 @EVALUATORS.register("CascadeEvaluator")
@@ -202,6 +171,16 @@ def generic_llmjudge_postprocess(output: Mapping[Any, Mapping[str, Any]],
                         "status": "ok" if verdict else "unparsed"})
     return {"accuracy": 100.0 * correct / parsed if parsed else 0.0,
             "unparsed": len(details) - parsed, "details": details}
+
+
+def _check_prediction_placeholder(template: RawPromptTemplate) -> None:
+    # Without {prediction} every sample would be judged on the question and the gold
+    # alone: verdicts that look real and mean nothing.
+    if not any(found.group(1) == "prediction" for m in template.messages
+               for found in PLACEHOLDER.finditer(m["content"])):
+        raise ConfigError("the judge template has no {prediction} placeholder, so the judge "
+                          "would never see the model's answer; put {prediction} where the "
+                          "answer goes")
 
 
 def _check_dict_postprocessor(cfg: Mapping[str, Any] | None) -> None:
