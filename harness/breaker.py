@@ -13,13 +13,19 @@ server is up and asking us to slow down: the retry policy and the pacer honour i
 does an empty or cut-short reply (the model's own answer, as far as the server knows).
 Both thresholds must be met, so a burst of concurrent failures in a short outage, or a
 20% fault rate, never trips it.
+
+Some requests fail for reasons of their own (a prompt that crashes the server), and at
+the end of a run they may be the only ones left, failing in a row. So before opening,
+the breaker *probes*: it sends again the last request the endpoint answered. An answer
+means the endpoint is up (the streak starts over, and the failing calls end as failed
+samples as usual); a failure, or no answer ever received, opens it.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Awaitable, Callable
 
 from .errors import EndpointDownError
 
@@ -36,17 +42,29 @@ class BreakerPolicy:
     seconds: float = 10.0
 
 
+#: Sends again the last request the endpoint answered; ``True`` if it answers again,
+#: ``False`` if it fails or no request was ever answered.
+Probe = Callable[[], Awaitable[bool]]
+
+
+async def _no_probe() -> bool:
+    return False
+
+
 class CircuitBreaker:
     """The breaker of one endpoint, shared by every call to it."""
 
     def __init__(self, endpoint: str, policy: BreakerPolicy = BreakerPolicy(),
+                 probe: Probe = _no_probe,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.endpoint = endpoint
         self.policy = policy
+        self._probe = probe
         self._clock = clock
         self._streak = 0
         self._since: float | None = None
         self._cause = ""
+        self._probing = False
         self.open = False
 
     def check(self) -> None:
@@ -58,8 +76,9 @@ class CircuitBreaker:
         """An attempt got a usable answer: the endpoint is up."""
         self._streak, self._since = 0, None
 
-    def failure(self, kind: str, cause: str) -> None:
-        """An attempt failed with ``kind``; open the breaker if the endpoint looks down."""
+    async def failure(self, kind: str, cause: str) -> None:
+        """An attempt failed with ``kind``; open the breaker if the endpoint looks down
+        and the probe confirms it (one probe at a time; other failures only count)."""
         if kind not in DOWN_KINDS:
             self.success()  # a 429 or a cut reply: the server is up and answering
             return
@@ -68,8 +87,17 @@ class CircuitBreaker:
             self._since = now
         self._streak += 1
         self._cause = cause
-        if (self._streak >= self.policy.failures
-                and now - self._since >= self.policy.seconds):
+        if (self._probing or self.open or self._streak < self.policy.failures
+                or now - self._since < self.policy.seconds):
+            return
+        self._probing = True
+        try:
+            up = await self._probe()
+        finally:
+            self._probing = False
+        if up:
+            self.success()
+        else:
             self.open = True
 
     def _error(self) -> EndpointDownError:

@@ -76,8 +76,10 @@ class ModelClient:
                                          spec.timeout, concurrency)
         # Names the endpoint in error messages (redacted like everything else there).
         self._description = f"{role} {spec.model!r} at {spec.base_url}"
-        # Stops every call once the endpoint looks down (see ``harness.breaker``).
-        self.breaker = CircuitBreaker(self._description, breaker)
+        # Stops every call once the endpoint looks down (see ``harness.breaker``); its
+        # probe sends again the last request that was answered.
+        self.breaker = CircuitBreaker(self._description, breaker, self._probe)
+        self._last_answered: tuple[dict[str, Any], str] | None = None
 
     async def aclose(self) -> None:
         """Close the HTTP session (if one was opened)."""
@@ -122,6 +124,7 @@ class ModelClient:
             finally:
                 if self._counts is not None:
                     self._counts.in_flight -= 1
+            self._last_answered = (body, path)
             result = _read(data, max_tokens)  # BadResponse (retried) if malformed
             if self.limiter is not None:
                 actual = result.prompt_tokens + result.completion_tokens
@@ -153,6 +156,18 @@ class ModelClient:
             raise self._redacted(exc) from None
         items = data.get("data") if isinstance(data, dict) else None
         return [str(m["id"]) for m in items or [] if isinstance(m, dict) and "id" in m]
+
+    async def _probe(self) -> bool:
+        """Whether the endpoint answers the last request it answered before (any reply
+        it sends with a success status counts), for the circuit breaker."""
+        if self._last_answered is None:
+            return False
+        self.stats.requests += 1
+        try:
+            await self._transport.post(*self._last_answered)
+        except Exception:  # noqa: BLE001 - any failure means: no answer
+            return False
+        return True
 
     def _redacted(self, exc: ModelCallError) -> ModelCallError:
         """``exc`` with this client's API key removed from its texts: a server may echo

@@ -210,7 +210,7 @@ class RetryPolicy:
                 stats.count(kind)
                 failed[kind] = failed.get(kind, 0) + 1
                 if breaker is not None:
-                    breaker.failure(kind, failure_cause(exc))
+                    await breaker.failure(kind, failure_cause(exc))
                 raise
             if breaker is not None:
                 breaker.success()

@@ -130,3 +130,35 @@ async def test_the_end_of_a_run_counts_failures_by_cause(tmp_path):
     summary = json.loads((tmp_path / "w" / "results" / "fake" / "arith.json").read_text())
     assert {(c["status"], c["count"]) for c in summary["pending_causes"]} == {
         ("judge_error", pending), ("model_error", 1)}
+
+
+async def test_requests_that_fail_on_their_own_do_not_open_it(tmp_path):
+    """A few prompts the server always fails on (left alone at the end of the run) are
+    failed samples, not a dead endpoint: the probe finds the endpoint answering."""
+    data = write_arith(tmp_path / "a.jsonl", 40)
+    poison = lambda body, attempt: (  # noqa: E731
+        Fault("server_error") if any(f"What is {a} + " in str(body) for a in (2, 5))
+        else None)
+    async with FakeOpenAI(responder=arith_reply, faults=poison) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data,
+                           models=[model_cfg(srv.base_url, max_attempts=8)])
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w", breaker=QUICK)
+    result = report.result("arith")
+    assert result["pending_counts"] == {"model_error": 2}
+    assert result["correct"] == expected_correct(40) - 2  # both would have been right
+
+
+async def test_an_endpoint_that_dies_during_the_run_opens_it(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 400)
+    answered = 0
+
+    def dies(body, attempt):
+        nonlocal answered
+        answered += 1
+        return Fault("server_error", status=500) if answered > 20 else None
+
+    async with FakeOpenAI(responder=arith_reply, faults=dies) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data,
+                           models=[model_cfg(srv.base_url, max_attempts=8)])
+        with pytest.raises(EndpointDownError, match="HTTP 500"):
+            await harness.evaluate(cfg, work_dir=tmp_path / "w", breaker=QUICK, concurrency=4)
