@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any, ClassVar, Mapping
 
 from .base import EVALUATORS, BaseEvaluator
+from .math_forms import rewrite
 
 
 @EVALUATORS.register("MATHVerifyEvaluator", "MATHEvaluator")
@@ -117,7 +118,9 @@ def _parse(text: Any, *, gold: bool, parse_timeout: int) -> list[Any]:
 
     if text is None or not str(text).strip():
         return []
-    text = str(text).strip()
+    # Notations math-verify would not equate (0.\overline{3}; a predicted -2 \le x \le 7
+    # for a gold [-2, 7]) first; see math_forms.
+    text = rewrite(str(text).strip(), intervals=not gold)
     configs = [LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig()]
     # A bare LaTeX answer (MATH-500 golds, or a prediction already extracted by a
     # postprocessor) has no delimiters for math-verify to anchor on; read it as if it

@@ -2,8 +2,9 @@
 
 A reply can state an answer more than once. A careful grader reads them in order:
 the same answer repeated is fine; a later, different answer replaces the earlier
-one only when the model visibly corrects itself ("Wait, actually …"); two different
-answers with no correction, or a hedge ("B or C"), earn nothing.
+one only when the model visibly corrects itself ("Wait, actually …") or declares it
+final ("The final answer is …"); two different answers with no correction, or a hedge
+("B or C"), earn nothing.
 """
 
 from __future__ import annotations
@@ -31,11 +32,14 @@ class Candidate:
     ``start`` is where the statement begins (its cue, e.g. "the answer is"); a
     correction is looked for from the ``end`` of the previous statement to the ``end``
     of this one, so "Wait, actually the answer is (C)" corrects what came before.
+    ``final`` marks a statement that declares itself the final answer ("The final
+    answer is 18", ``#### 18``): it settles what came before, as a correction does.
     """
 
     start: int
     end: int
     value: Any
+    final: bool = False
 
 
 # Signals that the model takes back what it said before. Only consulted between two
@@ -75,17 +79,20 @@ def commit(candidates: Sequence[Candidate], text: str,
     eq = same or (lambda a, b: a == b)
     current: Any = None
     conflict = False
+    settled = False  # whether the current answer came from a final statement
     prev_end = 0
     for cand in sorted(candidates, key=lambda c: c.start):
         if current is None:
-            current = cand.value
+            current, settled = cand.value, cand.final
         elif cand.value is not HEDGE and current is not HEDGE and eq(cand.value, current):
             current = cand.value  # the same answer; keep its latest spelling
-        elif CORRECTION.search(text[prev_end:cand.end]):
-            # The correction may sit between the statements or open the new one.
-            current, conflict = cand.value, False
+            settled = settled or cand.final
+        elif CORRECTION.search(text[prev_end:cand.end]) or (cand.final and not settled):
+            # The correction may sit between the statements or open the new one; a
+            # final statement outranks earlier answers (an intermediate box, say).
+            current, conflict, settled = cand.value, False, cand.final
         else:
-            current, conflict = cand.value, True
+            current, conflict, settled = cand.value, True, cand.final
         prev_end = max(prev_end, cand.end)
     if conflict or current is HEDGE:
         return None

@@ -50,7 +50,19 @@ def normalize_numerals(text: str) -> str:
         text = _COMMA_GROUPS.sub(lambda m: m.group(0).replace(",", ""), text)
     if _SPACE_BETWEEN_DIGITS.search(text):
         text = _SPACE_GROUPS.sub(lambda m: m.group(0).replace(" ", ""), text)
+    if "illion" in text or "thousand" in text:
+        text = _MAGNITUDE.sub(_scaled, text)
     return _FRAC.sub(r"\1/\2", text) if "frac" in text else text
+
+
+# "2.5 million" is 2500000: a grader reads the magnitude word as part of the number.
+_MAGNITUDE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[ \t]*(thousand|million|billion|trillion)\b",
+                        re.IGNORECASE)
+_SCALE = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+
+
+def _scaled(m: re.Match[str]) -> str:
+    return canonical(str(Decimal(m.group(1)) * _SCALE[m.group(2).lower()]))
 
 
 def canonical(number: str) -> str:
@@ -85,7 +97,20 @@ def canonical(number: str) -> str:
 # comes last ("9 * 2 = 18"), not an answer followed by its explanation.
 _OPERATOR = re.compile(r"\s*(?:[-+*/×x÷^=]|\\times|\\cdot|\\div)\s*[-$\\(]*\d")
 _ASIDE = re.compile(r"\([^()]*\)")
-_NEGATED = re.compile(r"\b(?:not|instead\s+of|rather\s+than|nor)\s+\$?-?\d[\d.,/]*", re.IGNORECASE)
+NEGATED = re.compile(r"(?:\b(?:not|instead\s+of|rather\s+than|nor)|n't)\s+\$?-?\d[\d.,/]*",
+                     re.IGNORECASE)
+"""A number named only to be rejected: "not 20", "rather than 20", "isn't 20"."""
+_OR = re.compile(r"\s+or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?\$?(?=-?\.?\d)", re.IGNORECASE)
+
+
+def hedged(span: str) -> bool:
+    """Whether an answer span offers two different numbers as alternatives ("18 or 20")."""
+    for m in _OR.finditer(span):
+        before = list(NUMBER.finditer(span, 0, m.start()))
+        after = NUMBER.match(span, m.end())
+        if before and after and canonical(before[-1].group(0)) != canonical(after.group(0)):
+            return True
+    return False
 
 
 def span_value(span: str) -> str | None:
@@ -94,7 +119,7 @@ def span_value(span: str) -> str | None:
     ``"18 dollars."`` → 18; ``"9 * 2 = $18."`` → 18; ``"14, not 12"`` → 14;
     ``"18 (9 eggs times $2)"`` → 18.
     """
-    span = _NEGATED.sub(" ", _ASIDE.sub(" ", span))
+    span = NEGATED.sub(" ", _ASIDE.sub(" ", span))
     nums = list(NUMBER.finditer(span))
     if not nums:
         return None
@@ -113,7 +138,7 @@ def retraction_value(span: str) -> str | None:
     ``"I made a mistake. She has 9 eggs, so 9 * 2 = $18."`` → 18, while
     ``"actually 14, not 12"`` → 14 (see :func:`span_value`).
     """
-    cleaned = _NEGATED.sub(" ", _ASIDE.sub(" ", span))
+    cleaned = NEGATED.sub(" ", _ASIDE.sub(" ", span))
     cuts = [m.end() for m in _RESULT.finditer(cleaned) if NUMBER.search(cleaned, m.end())]
     if cuts:
         return span_value(cleaned[cuts[-1]:])

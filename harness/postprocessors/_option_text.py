@@ -78,7 +78,40 @@ def _listed(text: str, letters: str) -> dict[str, str]:
         if letter != expected or letter not in letters:
             break
         found[letter] = m.group(3)
-    return found if len(found) >= 2 else {}
+    return found if len(found) >= 2 else _inline(text, letters)
+
+
+# Options run together on one line: "Options: (A) circle (B) hexagon (C) kite".
+_INLINE_MARK = {"(": re.compile(r"(?<![\w(])\(([A-Z])\)[ \t]+"),
+                ".": re.compile(r"(?<![\w.])([A-Z])[.)][ \t]+")}
+
+
+def _inline(text: str, letters: str) -> dict[str, str]:
+    """Options listed on one line, each marked by its letter in order from A; the last
+    option runs to the end of its line."""
+    for mark in _INLINE_MARK.values():
+        marks: list[re.Match[str]] = []
+        for m in mark.finditer(text):
+            if m.group(1) == chr(ord("A") + len(marks)) and (
+                    not marks or "\n" not in text[marks[-1].end():m.start()]):
+                marks.append(m)
+            elif marks and len(marks) < 2 and m.group(1) == "A":
+                marks = [m]
+        if len(marks) < 2 or any(m.group(1) not in letters for m in marks):
+            continue
+        found = {}
+        for m, nxt in zip(marks, marks[1:] + [None]):
+            line_end = text.find("\n", m.end())
+            end = nxt.start() if nxt else line_end if line_end >= 0 else len(text)
+            value = text[m.end():end].strip().rstrip(",;").strip()
+            if not nxt:
+                value = re.sub(r"[.?!]$", "", value).strip()
+            if not value:
+                break
+            found[m.group(1)] = value
+        else:
+            return found
+    return {}
 
 
 def _date(m: re.Match[str]) -> str:

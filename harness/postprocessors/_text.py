@@ -109,21 +109,27 @@ def strip_think(text: str, start: str = "<think>", end: str = "</think>") -> str
 
 # A model that keeps generating after its answer often invents the next few-shot item.
 _CONTINUATION = re.compile(
-    r"\n[ \t]*(?:\*\*|#+[ \t]*)?(?:Question|Q|Problem|Human|User)"
+    r"\n[ \t]*(?P<heading>\*\*|#+[ \t]*)?"
+    r"(?:(?:Follow[- ]?up|Next|Another|New|Bonus|Extra)[ \t]+)?(?:Question|Q|Problem|Human|User)"
     r"[ \t]*\d*[ \t]*(?:\*\*)?[ \t]*[:：]",
     re.IGNORECASE,
 )
+# What an answered question shows before the model invents the next one.
+_ANSWERED = re.compile(r"(?i:answer)|\\boxed|####|答案")
 
 
 def cut_continuation(text: str) -> str:
     """Cut ``text`` where the model starts inventing a new "Question:"/"Q:"/"Problem:".
 
     Only a marker at the start of a later line counts, so a reply that itself begins
-    by restating "Question: …" keeps its content.
+    by restating "Question: …" keeps its content. A marker dressed as a heading
+    ("**Problem:**", "## Question:") is how chat models lay out their own working, so
+    it counts only after the reply has given an answer.
     """
     for match in _CONTINUATION.finditer(text):
-        if text[:match.start()].strip():
-            return text[:match.start()]
+        before = text[:match.start()]
+        if before.strip() and (not match.group("heading") or _ANSWERED.search(before)):
+            return before
     return text
 
 

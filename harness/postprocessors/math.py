@@ -8,7 +8,7 @@ from typing import Any
 
 from ._commit import HEDGE, Candidate, commit, committed_clause
 from ._registry import POSTPROCESSORS
-from ._text import as_text, prepare, span_after
+from ._text import as_text, looks_truncated, prepare, span_after
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\b\s*")
 _BARE = re.compile(r"[^\s$]+")  # \boxed 5: up to a space or the closing $
@@ -121,43 +121,131 @@ def _clean(content: str) -> str:
     return content[:-1].rstrip() if content.endswith(".") else content
 
 
-_FINAL = re.compile(r"(?i:\b(?:the\s+)?(?:final\s+)?answer\s*(?:is|:)\s*[:：]?)")
+_FINAL = re.compile(
+    r"(?i:\b(?:the\s+)?(?P<final>final\s+)?answer\s*(?:is|:)\s*[:：]?"
+    r"|\bI(?:'ll|\s+will|'d|\s+would)\s+(?:go|stick)\s+with\b)"
+)
 # LaTeX answers may contain ! and ?-free text only rarely, but "3!" is a factorial:
 # the statement ends at a newline or a full stop only.
 _STATEMENT_END = re.compile(r"\n|\.(?=\s|$)")
 _MATH_DELIMS = re.compile(r"\$+|\\\(|\\\)|\\\[|\\\]")
+# Where an answer stated in prose stops: its reason ("15, because …", "15 since …").
+_REASON = re.compile(r",\s+(?=[A-Za-z]{3,})|\s+(?:because|since|as|which|instead|for)\b")
+# A short answer: LaTeX and symbols, at most a word or two of three letters or more.
+_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{4,}")
+# "Our answer is correct": a verdict on the answer, not one.
+_JUDGEMENT = re.compile(r"(?i:(?:not\s+|in)?(?:correct|right|wrong|valid|consistent|confirmed|"
+                        r"verified|reasonable|plausible|as\s+follows|below|above))")
+# Boxes a model copies from the problem or leaves as a blank: not answers.
+_PLACEHOLDER = re.compile(
+    r"\s*(?:\\(?:phantom|hphantom|vphantom)\s*\{.*\}|\?+|\\square|\\Box|\\blacksquare|_+|\\_+"
+    r"|\.\.\.|\\ldots|\\dots|\\quad|\\qquad|\\text\{\s*\?*\s*\})?\s*", re.DOTALL)
+# What may sit between boxes that together give one multi-part answer ("\boxed{2} and
+# \boxed{-3}", "x_1 = \boxed{2}, x_2 = \boxed{-3}").
+_JOINED = re.compile(
+    r"(?:\s|\$|\\\(|\\\)|\\quad|\\qquad|,|;|&|\\text\{\s*(?:and|,)\s*\}|\band\b"
+    r"|[A-Za-z](?:_\{?\w+\}?)?\s*=)*")
+_OR = re.compile(r"\bor\b|\\text\{\s*or\s*\}|\\vee\b")
 
 
-def _stated(reply: str) -> Any:
-    """The answer of the last committed "the final answer is …" sentence, or None."""
+def _answer_value(span: str) -> Any:
+    """The answer a prose statement gives ("$\\frac34$, since …" → ``\\frac34``),
+    HEDGE for "2 or 3", or None when the statement is prose, not an answer."""
+    span = _REASON.split(span, maxsplit=1)[0]
+    if _OR.search(span):
+        return HEDGE
+    value = _clean(_MATH_DELIMS.sub("", span))
+    if not value or len(value) > 120 or _JUDGEMENT.fullmatch(value) or len(_PROSE_WORD.findall(
+            re.sub(r"\\(?:text|mathrm|textbf|mbox)\{[^{}]*\}", "", value))) > 1:
+        return None
+    return value
+
+
+def _statements(reply: str, boxes: list[tuple[int, int, str]]) -> list[Candidate]:
+    """Answers stated in prose ("The final answer is $15$."), each unless a box in the
+    same sentence carries it (then the box is the answer)."""
     cands = []
     for m in _FINAL.finditer(reply):
         if not committed_clause(reply, m.start()):
             continue
         span = span_after(reply, m.end(), _STATEMENT_END)
-        if re.search(r"\$\s*or\s*\$|\bor\b", span):
-            cands.append(Candidate(m.start(), m.end(), HEDGE))  # "2 or 3"
+        end = m.end() + len(span)
+        if any(m.end() <= s < end for s, _, _ in boxes):
             continue
-        value = _clean(_MATH_DELIMS.sub("", span))
-        if value:
-            cands.append(Candidate(m.start(), m.end() + len(span), value))
-    return commit(cands, reply, same_latex) if cands else None
+        value = _answer_value(span)
+        if value is not None:
+            cands.append(Candidate(m.start(), end, value, final=bool(m.group("final"))))
+    return cands
+
+
+def _box_answers(reply: str, boxes: list[tuple[int, int, str]]) -> list[Candidate]:
+    """The boxed answers: placeholders dropped, boxes joined by "and" or a comma merged
+    into one multi-part answer, boxes joined by "or" a hedge."""
+    cands: list[Candidate] = []
+    for start, end, content in boxes:
+        if _PLACEHOLDER.fullmatch(content):
+            continue
+        value = _clean(content)
+        if cands:
+            prev = cands[-1]
+            between = reply[prev.end:start]
+            if _OR.search(between) and len(between) < 40 and not same_latex(prev.value, value):
+                cands[-1] = Candidate(prev.start, end, HEDGE)
+                continue
+            if (prev.value is not HEDGE and _JOINED.fullmatch(between)
+                    and not same_latex(prev.value, value)):
+                cands[-1] = Candidate(prev.start, end, f"{prev.value}, {value}")
+                continue
+        cands.append(Candidate(start, end, value))
+    return cands
+
+
+_CONCLUSION = re.compile(r"(?i:so|therefore|thus|hence|finally|in\s+conclusion|this\s+gives)\b")
+_LAST_MATH = re.compile(r"(?:\$+([^$]+)\$+|\\\((.+?)\\\)|\\\[(.+?)\\\])[\s.]*$", re.DOTALL)
+
+
+def _concluded(reply: str) -> Any:
+    """The value of a closing sentence such as "So $x = 5$." or "Therefore the sum is
+    $\\frac{3}{4}$.": a concluding word, then math that ends the reply. None otherwise."""
+    if looks_truncated(reply):
+        return None
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+|\n+", reply.strip()) if s.strip()]
+    if not sentences:
+        return None
+    last = sentences[-1].strip().lstrip("*#> ").strip()
+    if not _CONCLUSION.match(last):
+        return None
+    m = _LAST_MATH.search(last)
+    if not m or _OR.search(last):
+        return None
+    math = next(g for g in m.groups() if g is not None).strip()
+    if math.count("=") and not re.search(r"[<>]|\\[lg]e", math):
+        math = math.rsplit("=", 1)[1]
+    value = _clean(math)
+    return value or None
 
 
 @POSTPROCESSORS.register("math-boxed", "boxed", "math_postprocess_v2")
 def math_postprocess_v2(text: Any) -> str:
-    """The content of the final ``\\boxed{…}`` (nested braces, ``\\boxed 5``, ``\\fbox``).
+    """The final answer of a MATH-style reply: its ``\\boxed{…}`` (nested braces,
+    ``\\boxed 5``, ``\\fbox``) or a sentence stating it; '' when there is none.
 
-    Boxes inside ``<think>`` do not count. The same answer boxed twice is fine; two
-    *different* boxed answers are a failure '' unless the model visibly corrects itself
-    between them. Without a box, a "The final answer is $…$" sentence counts (as in
-    OpenCompass). Unlike OpenCompass, no box and no such sentence is '' instead of the
-    first sentence of the reply.
+    Boxes inside ``<think>`` do not count, nor placeholder boxes copied from the
+    problem (``\\boxed{\\phantom{2}}``, ``\\boxed{}``). The same answer boxed twice is
+    fine; boxes joined by "and" or a comma are one multi-part answer (``2, -3``);
+    two *different* answers are a failure '' (a hedge "either … or …" always) unless the
+    model visibly corrects itself between them ("Actually, … the answer is -3") or the
+    later one is a "The final answer is …" sentence, which outranks an earlier box of an
+    intermediate result. Without a box, "The final answer is $…$" counts (as in
+    OpenCompass), and so does a closing "So $x = 5$."; otherwise '' (OpenCompass
+    returns the first sentence of the reply).
     """
     reply = prepare(text, unicode="width")
     if not reply:
         return ""
-    boxes = [Candidate(s, e, _clean(c)) for s, e, c in find_boxed(reply)]
-    if boxes:
-        return commit(boxes, reply, same_latex) or ""
-    return _stated(reply) or ""
+    boxes = find_boxed(reply)
+    cands = _box_answers(reply, boxes) + _statements(reply, boxes)
+    if cands:
+        found = commit(sorted(cands, key=lambda c: c.start), reply, same_latex)
+        return found if isinstance(found, str) else ""
+    return _concluded(reply) or ""

@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._commit import Candidate, commit, committed_clause
-from ._numeric import NUMBER, canonical, normalize_numerals, retraction_value, span_value
+from ._commit import HEDGE, Candidate, commit, committed_clause
+from ._numeric import (NEGATED, NUMBER, canonical, hedged, normalize_numerals, retraction_value,
+                       span_value)
 from ._registry import POSTPROCESSORS
 from ._text import LINE_END, as_text, looks_truncated, may_match, prepare, span_after
 from .math import find_boxed
 
-_HASHES = re.compile(r"####[ \t]*")
+# GSM8K's answer marker, not a markdown heading ("#### Step 3") or a longer run of #.
+_HASHES = re.compile(r"(?<!#)####(?!#)[ \t]*(?=[-+$\\.\d])")
 _CUE = re.compile(
     r"(?i:\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|would\s+be|should\s+be|must\s+be"
     r"|will\s+be|=|:)\s*[:：]?|答案\s*(?:是|为)?\s*[:：]?)"
@@ -48,38 +50,42 @@ def _cue_value(span: str) -> str | None:
     "Answer: 18" and "The answer is 9 * 2 = 18" give numbers; "Answer: Janet sells
     16 - 3 - 4 = 9 eggs…" is the start of the working, not an answer.
     """
-    return span_value(span) if _LEAD_IN.match(span) else None
+    if not _LEAD_IN.match(span):
+        return None
+    return HEDGE if hedged(span) else span_value(span)
 
 
 def _statements(text: str) -> list[Candidate]:
     """Explicit final answers: ``#### N``, ``\\boxed{N}``, "the answer is N", and after
-    one of those, a retraction that gives a new number."""
+    one of those, a retraction that gives a new number. ``####`` and "the final answer
+    is" declare themselves final (see :class:`._commit.Candidate`)."""
     found = []
     for m in _HASHES.finditer(text):
-        found.append((m.start(), m.end(), span_value(span_after(text, m.end(), LINE_END))))
+        found.append((m.start(), m.end(), span_value(span_after(text, m.end(), LINE_END)), True))
     for start, end, content in find_boxed(text):
-        found.append((start, end, span_value(content)))
+        found.append((start, end, span_value(content), False))
     cues = _CUE.finditer(text) if may_match(text, _CUE_WORDS) else ()
     for m in cues:
         if committed_clause(text, m.start()):
             span = span_after(text, m.end())
-            found.append((m.start(), m.end() + len(span), _cue_value(span)))
+            final = "final" in m.group(0).lower()
+            found.append((m.start(), m.end() + len(span), _cue_value(span), final))
     found = [c for c in found if c[2] is not None]
     if not found:
         return []
-    first = min(start for start, _, _ in found)
+    first = min(c[0] for c in found)
     retractions = _RETRACT.finditer(text, first) if may_match(text, _RETRACT_WORDS) else ()
     for m in retractions:
         # A retraction may run over a sentence break ("I made a mistake. It is 14."),
         # so it reads to the end of the line, unless an explicit answer on that line
         # carries the new value itself.
         span = span_after(text, m.end(), LINE_END)
-        if any(m.end() <= start < m.end() + len(span) for start, _, _ in found):
+        if any(m.end() <= c[0] < m.end() + len(span) for c in found):
             continue
         value = retraction_value(span)
         if value is not None:
-            found.append((m.start(), m.end() + len(span), value))
-    return [Candidate(s, e, v) for s, e, v in sorted(found)]
+            found.append((m.start(), m.end() + len(span), value, False))
+    return [Candidate(*c) for c in sorted(found, key=lambda c: c[:2])]
 
 
 @POSTPROCESSORS.register("gsm8k", "gsm8k_postprocess")
@@ -107,7 +113,7 @@ def gsm8k_postprocess(text: Any) -> str:
     body = _CHECK_LINE.sub("", reply).rstrip()
     if not body or looks_truncated(body):
         return ""
-    numbers = NUMBER.findall(body)
+    numbers = NUMBER.findall(NEGATED.sub(" ", body))  # "18, not 20": 20 is rejected
     return canonical(numbers[-1]) if numbers else ""
 
 
