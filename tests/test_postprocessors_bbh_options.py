@@ -77,7 +77,9 @@ MAPPING = [
     ("bare-text-reply", "12/14/1937", "D"),
     # letters keep priority
     ("letter-statement", "So the answer is (D).", "D"),
-    ("letter-wins-over-its-text", "So the answer is (A) 12/14/1937.", "A"),
+    # (A) is another date: the reply contradicts itself, and a grader cannot tell which
+    # of the two it means.
+    ("letter-contradicting-its-text", "So the answer is (A) 12/14/1937.", ""),
     ("letter-in-text-statement", "So the answer is 12/14/1937, which is option (D).", "D"),
     ("negated-letter-in-text-statement", "So the answer is 12/14/1937, not (A).", "D"),
     # commitment rules apply to text statements too

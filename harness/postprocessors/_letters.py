@@ -19,6 +19,7 @@ import string
 from dataclasses import dataclass
 
 from ._commit import HEDGE, Candidate, commit, committed_clause
+from ._text import FOREIGN_CUE
 
 _MARKDOWN = [
     # **B**, *B*, `B`, $B$, $\text{B}$ are emphasis around one letter: make them (B).
@@ -51,15 +52,15 @@ def _letter_class(options: str) -> str:
 
 
 _CUE = (
-    r"(?i:\b(?:the\s+)?(?:final\s+|correct\s+|right\s+|best\s+)?(?:answer|option|choice)"
+    r"(?:(?i:\b(?:the\s+)?(?:final\s+|correct\s+|right\s+|best\s+)?(?:answer|option|choice)"
     r"\s*(?:is|would\s+be|should\s+be|must\s+be|will\s+be|=)\s*[:：]?"
-    r"|\b(?:final\s+)?answer\s*[:：]"
+    r"|\b(?:final\s+)?answer[\"']?\s*[:：]\s*[\"']?"
     r"|\bI\s*(?:would\s+|will\s+|'ll\s+|'d\s+)?(?:choose|pick|select|go\s+with)"
-    r"|答案\s*(?:应该|应)?\s*(?:是|为|选)?\s*[:：]?|[故应]选)"
+    r"|答案\s*(?:应该|应)?\s*选|[故应]选)|" + FOREIGN_CUE + ")"
 )
 # What may follow a bare letter after a cue: "answer is B.", "answer is B because …".
-_BARE_END = (r"(?=[ \t]*$|[.,;:!?)\]]|\s+(?i:because|since|as|which|for|with)\b|\s+[-–—]"
-             r"|[\u4e00-\u9fff])")
+_BARE_END = (r"(?=[ \t]*$|[.,;:!?)\]\"']|\s+(?i:because|since|as|which|for|with)\b|\s+[-–—]"
+             r"|\s*[\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af])")
 _SHAPES = {"p": "(", "b": "[", "o": "option", "r": ")", "d": ".", "l": "line"}
 
 
@@ -85,7 +86,8 @@ def _patterns(options: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Patter
         re.MULTILINE,
     )
     hedge = re.compile(
-        rf"(?<![\w'])[(\[]?(?P<x>{L})[)\]]?\s*(?:,?\s*(?i:or|and|and/or|&)\s+|/\s*)"
+        rf"(?<![\w'])[(\[]?(?P<x>{L})[)\]]?\s*(?:,?\s*(?i:or|and|and/or|&)\s+"
+        rf"(?i:possibly\s+|maybe\s+|perhaps\s+|probably\s+)?|/\s*)"
         rf"(?:(?i:option|choice)s?\s+)?[(\[]?(?P<y>{L})[)\]]?(?![\w'])"
     )
     return statement, token, hedge

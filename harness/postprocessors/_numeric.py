@@ -100,7 +100,7 @@ _ASIDE = re.compile(r"\([^()]*\)")
 NEGATED = re.compile(r"(?:\b(?:not|instead\s+of|rather\s+than|nor)|n't)\s+\$?-?\d[\d.,/]*",
                      re.IGNORECASE)
 """A number named only to be rejected: "not 20", "rather than 20", "isn't 20"."""
-_OR = re.compile(r"\s+or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?\$?(?=-?\.?\d)", re.IGNORECASE)
+_OR = re.compile(r"[\s(]or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?\$?(?=-?\.?\d)", re.IGNORECASE)
 
 
 def hedged(span: str) -> bool:
@@ -191,3 +191,23 @@ def words_to_number(words: list[str]) -> tuple[int, int] | None:
     if last is None:
         return None
     return sign * (total + current), used
+
+
+_NUMBER_WORD = re.compile(
+    r"\b(?:(?:minus|negative)\s+)?(?:zero|one|two|three|four|five|six|seven|eight|nine|ten"
+    r"|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty"
+    r"|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[\s-]+(?:and\s+)?(?:zero|one|two"
+    r"|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen"
+    r"|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty"
+    r"|ninety|hundred|thousand|million))*\b", re.IGNORECASE)
+
+
+def words_to_digits(text: str) -> str:
+    """English number words as digits: "one thousand four hundred thirty" → ``1430``."""
+    def digits(m: re.Match[str]) -> str:
+        words = [w for w in re.split(r"[\s-]+", m.group(0).lower()) if w]
+        read = words_to_number(words)
+        if read is None or read[1] != len(words):
+            return m.group(0)
+        return str(read[0])
+    return _NUMBER_WORD.sub(digits, text)

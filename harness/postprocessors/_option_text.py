@@ -200,3 +200,56 @@ def bare_option(reply: str, options: Mapping[str, str]) -> str | None:
     if len(lines) != 1:
         return None
     return exact(lines[0], {L: words(t) for L, t in options.items()})
+
+
+_ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
+             "twelfth").split()
+_ORDINAL = re.compile(
+    rf"\b(?:the\s+)?(?P<n>{'|'.join(_ORDINALS)}|last)\s+(?:option|choice|one\s+listed)\b",
+    re.IGNORECASE)
+_ORDINAL_REJECTED = re.compile(r"\s+(?:is|seems|looks)\s+(?:wrong|incorrect|false|not)\b",
+                               re.IGNORECASE)
+
+
+def ordinal_statements(reply: str, options: Mapping[str, str]) -> list[Candidate]:
+    """Options named by position ("that's the second option") as answer statements."""
+    letters = sorted(options)
+    found = []
+    for m in _ORDINAL.finditer(reply):
+        if not committed_clause(reply, m.start()) or _ORDINAL_REJECTED.match(reply, m.end()):
+            continue
+        n = m.group("n").lower()
+        index = len(letters) - 1 if n == "last" else _ORDINALS.index(n)
+        if index < len(letters):
+            found.append(Candidate(m.start(), m.end(), letters[index]))
+    return found
+
+
+def named_after_letter(span: str, letter: str, options: Mapping[str, str]) -> bool:
+    """Whether the text after a stated letter is another option's text ("(B) 04/01/1985"
+    where (B) is 04/03/1985 and (D) is 04/01/1985): the reply contradicts itself."""
+    found = exact(span, {L: words(t) for L, t in options.items()})
+    return found is not None and found != letter
+
+
+# A closing sentence that names an option without an answer cue: "…, so the shape is a
+# triangle.", "i.e. a heptagon.", or the whole sentence an option ("Eve finished first.").
+_NAMING = re.compile(r"(?i:\b(?:is|are|was|were|be|i\.e\.|namely|that\s+is)[,:]?\s+)")
+_CLOSING = re.compile(r"(?i:\b(?:so|therefore|thus|hence|i\.e\.|namely|that\s+is)\b)")
+
+
+def concluding_option(reply: str, options: Mapping[str, str]) -> str | None:
+    """The letter of the option a reply's last sentence names, when exactly one fits."""
+    texts = {L: words(t) for L, t in options.items()}
+    sentences = [s for s in re.split(r"(?<=[.!?])\s+|\n+", reply.strip()) if s.strip()]
+    if not sentences:
+        return None
+    last = sentences[-1].strip().rstrip(".!").strip()
+    found = exact(last, texts)
+    if found or not _CLOSING.search(last):
+        return found
+    namings = list(_NAMING.finditer(last))
+    if not namings:
+        return None
+    letter = match(last[namings[-1].end():], texts)
+    return letter if isinstance(letter, str) else None

@@ -192,6 +192,18 @@ def prepare(value: Any, *, unicode: str = "nfkc") -> str | None:
     return drop_grader_appeals(cut_continuation(text)).strip()
 
 
+FOREIGN_CUE = (
+    r"答案\s*(?:应该|应)?\s*(?:是|为)?\s*[:：]?|答えは|정답은"
+    r"|(?i:(?:die\s+)?(?:richtige\s+|korrekte\s+)?antwort\s+(?:ist|lautet)\s*:?"
+    r"|la\s+(?:bonne\s+)?r[ée]ponse\s+(?:est|:)|la\s+respuesta\s+(?:correcta\s+)?es(?:\s+la)?\s*:?"
+    r"|a\s+resposta\s+(?:correta\s+)?[ée]|(?:правильный\s+)?ответ\s*(?:[:：—-]|это))"
+)
+"""Answer cues in the other languages models answer in ("Die Antwort ist", "答案是").
+A pattern of its own, joined into each postprocessor's cue pattern."""
+#: Words an ASCII text needs for FOREIGN_CUE to match (see may_match).
+FOREIGN_CUE_WORDS = ("antwort", "respuesta", "resposta", "reponse")
+
+
 SENTENCE_END = re.compile(r"\n|[!?]|\.(?=\s|$)")
 """The end of an answer sentence: newline, ! or ?, or a dot that is not a decimal point."""
 LINE_END = re.compile(r"\n")

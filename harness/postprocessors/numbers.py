@@ -6,17 +6,19 @@ import re
 from typing import Any
 
 from ._commit import HEDGE, Candidate, commit, committed_clause
-from ._numeric import (NEGATED, NUMBER, canonical, hedged, normalize_numerals, retraction_value,
-                       span_value)
+from ._conclusion import concluded_number, concludes
+from ._numeric import (NEGATED, hedged, normalize_numerals, retraction_value, span_value,
+                       words_to_digits)
 from ._registry import POSTPROCESSORS
-from ._text import LINE_END, as_text, looks_truncated, may_match, prepare, span_after
+from ._text import (FOREIGN_CUE, FOREIGN_CUE_WORDS, LINE_END, as_text, looks_truncated, may_match,
+                    prepare, span_after)
 from .math import find_boxed
 
 # GSM8K's answer marker, not a markdown heading ("#### Step 3") or a longer run of #.
-_HASHES = re.compile(r"(?<!#)####(?!#)[ \t]*(?=[-+$\\.\d])")
+_HASHES = re.compile(r"(?<!#)####(?!#)[ \t]*(?=[-+$\\.\d])(?!\d+\.[ \t]+[^\W\d])")
 _CUE = re.compile(
-    r"(?i:\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|would\s+be|should\s+be|must\s+be"
-    r"|will\s+be|=|:)\s*[:：]?|答案\s*(?:是|为)?\s*[:：]?)"
+    r"(?:(?i:\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|would\s+be|should\s+be|must\s+be"
+    r"|will\s+be|=|:)\s*[:：]?)|" + FOREIGN_CUE + ")"
 )
 # A visible change of mind after the answer was given ("12... wait, actually 14").
 # A plain "wait, let me check" is not one: what follows is a check, not a new answer.
@@ -27,8 +29,8 @@ _RETRACT = re.compile(
     r"|I\s+made\s+an?\s+(?:\w+\s+)?(?:mistake|error)|I\s+was\s+wrong)\b"
     r"|(?:^|(?<=[.!?…\n]))[ \t]*actually\b)"
 )
-# The word every ASCII _CUE needs (see may_match); "答案" is not ASCII, so never skipped.
-_CUE_WORDS = ("answer",)
+# The words an ASCII text needs for _CUE to match (see may_match).
+_CUE_WORDS = ("answer", *FOREIGN_CUE_WORDS)
 # Words each _RETRACT alternative needs (see may_match).
 _RETRACT_WORDS = ("wait", "hmm", "hold", "oh", "correction", "oops", "scratch", "second",
                   "made", "wrong", "actually")
@@ -38,6 +40,8 @@ _CHECK_LINE = re.compile(
     r"|let\s+me\s+(?:double[- ])?check|let'?s\s+(?:double[- ])?check|proof)\b.*$"
     r"|^.*[✓✔✅].*$"
 )
+_SENTENCE_CLOSE = ".!?。)*"
+_CHECK_FINDS_ERROR = re.compile(r"(?i:\b(?:mistake|error|wrong|incorrect|actually|oops)\b|[✗✘❌])")
 # Filler allowed between a cue and its number: "the answer is approximately $18".
 _LEAD_IN = re.compile(
     r"[\s:$*({\\]*(?:(?:about|approximately|roughly|exactly|only|just|=)\s*[$*]*\s*)?-?\.?\d"
@@ -109,12 +113,30 @@ def gsm8k_postprocess(text: Any) -> str:
     reply = normalize_numerals(reply)
     cands = _statements(reply)
     if cands:
-        return commit(cands, reply) or ""
-    body = _CHECK_LINE.sub("", reply).rstrip()
+        last = cands[-1]
+        tail = reply[last.end:]
+        if (reply.startswith("\\boxed", last.start) and concludes(tail)
+                and tail.rstrip()[-1:] in _SENTENCE_CLOSE):
+            # "3 × 60 = \boxed{180} downloads … So 366 downloads in total.": the box
+            # held an intermediate result; the closing sentence is the answer.
+            value = concluded_number(tail, reply[:last.end])
+            if value is not None:
+                cands.append(Candidate(last.end, len(reply), value, final=True))
+        found = commit(cands, reply)
+        return found if isinstance(found, str) else ""
+    body = _CHECK_LINE.sub(_kept_check, reply).rstrip()
     if not body or looks_truncated(body):
         return ""
-    numbers = NUMBER.findall(NEGATED.sub(" ", body))  # "18, not 20": 20 is rejected
-    return canonical(numbers[-1]) if numbers else ""
+    if not any(c.isdigit() for c in body):
+        body = words_to_digits(body)  # "so she makes eighteen dollars a day"
+    return concluded_number(body) or ""
+
+
+def _kept_check(m: re.Match[str]) -> str:
+    """A check line goes, unless it finds a mistake ("= 623, not 613"): then it is
+    the model correcting itself, and its numbers count."""
+    line = m.group(0)
+    return line if NEGATED.search(line) or _CHECK_FINDS_ERROR.search(line) else ""
 
 
 @POSTPROCESSORS.register("gsm8k-dataset", "gsm8k_dataset", "gsm8k_dataset_postprocess")

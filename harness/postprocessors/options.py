@@ -23,7 +23,7 @@ from typing import Any, Mapping
 from . import _letters, _option_text
 from ._commit import HEDGE, Candidate, commit
 from ._registry import POSTPROCESSORS
-from ._text import looks_truncated, prepare
+from ._text import looks_truncated, prepare, span_after
 
 ALL_LETTERS = string.ascii_uppercase
 
@@ -104,8 +104,15 @@ def resolve(reply: str, options: str,
     def has_letter(start: int, end: int) -> bool:
         return any(start <= t.start < end for t in toks)
 
-    cands = _letters.statements(reply, options)
+    cands = []
+    for cand in _letters.statements(reply, options):
+        after = span_after(reply, cand.end)
+        if isinstance(cand.value, str) and _option_text.named_after_letter(
+                after, cand.value, texts):
+            cand = Candidate(cand.start, cand.end, HEDGE)  # letter and text disagree
+        cands.append(cand)
     cands += _option_text.text_statements(reply, texts, has_letter)
+    cands += _option_text.ordinal_statements(reply, texts)
     if not cands:
         return False, ""
     letter = commit(cands, reply)
@@ -133,7 +140,8 @@ def choose_option(text: Any, options: Any, *, cushion: bool = True,
     if found is None and cushion:
         found = _concluding(reply, toks, options)
     if found is None and texts:
-        found = _option_text.bare_option(reply, texts)
+        found = (_option_text.bare_option(reply, texts)
+                 or _option_text.concluding_option(reply, texts))
     return found if isinstance(found, str) else ""
 
 

@@ -173,11 +173,14 @@ async def score_corpus(configs: Sequence[ConfigUnderTest], rows: Iterable[Corpus
     rows = list(rows)
     verdicts: list[RowVerdict] = []
     for config in configs:
+        mine = [r for r in rows if r.task == config.task]
+        if not mine:
+            continue
         scorer = Scorer({config.spec.abbr: config.spec}, "eval", workers, Progress())
         async with anyio.create_task_group() as tg:
             scorer.start(tg)
             try:
-                for index, row in enumerate(r for r in rows if r.task == config.task):
+                for index, row in enumerate(mine):
                     sample = _sample(config.spec, row, index)
                     outcome = await scorer.score(Completion(sample, "ok", row.reply))
                     result = outcome.result if isinstance(outcome, JudgeTask) else outcome

@@ -1,0 +1,112 @@
+"""The number a reply concludes with when it states no answer explicitly.
+
+Reading "She sells 9 eggs at $2, so she makes $18 a day. She started with 16 eggs.",
+a grader takes 18, not the last number: the closing sentence only restates a given.
+:func:`concluded_number` reads the way the grader does:
+
+1. Sentences at the end that bring no new number and compute nothing ("She has 5 left",
+   when 5 came up before) restate; they are passed over.
+2. The sentence reached gives its result: the number after its last ``=``, or else its
+   last number not seen before in the reply ("so they won 15 of the 22 games" → 15).
+3. A number named only to be rejected ("45, not 135") never counts; neither does an
+   aside on a line of its own in parentheses.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ._numeric import NEGATED, NUMBER, canonical
+
+_SENTENCE = re.compile(r"[^\n]*?(?:[.!?。！？](?=\s|$)|\n|$)")
+_ASIDE_LINE = re.compile(r"(?m)^[ \t]*\([^\n]*\)[ \t.]*$")
+_COMPUTED = re.compile(r"=\s*[$(]*\s*(?=-?\.?\d)")
+_CONCLUSION = re.compile(
+    r"(?i:\b(?:so|therefore|thus|hence|altogether|overall|in\s+total|in\s+all|all\s+told"
+    r"|total(?:\s+is|:)?|that\s+means|which\s+means|this\s+means|finally)\b)")
+
+
+def _sentences(text: str) -> list[str]:
+    return [m.group(0) for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+
+
+def _numbers(text: str) -> list[str]:
+    return [canonical(n) for n in NUMBER.findall(text)]
+
+
+def _computed(text: str) -> set[str]:
+    """Numbers ``text`` arrives at after an ``=``."""
+    found = set()
+    for m in _COMPUTED.finditer(text):
+        number = NUMBER.match(text, m.end())
+        if number:
+            found.add(canonical(number.group(0)))
+    return found
+
+
+def _result(sentence: str, seen: set[str]) -> str | None:
+    """The number a sentence arrives at, canonical: after its last concluding word
+    ("…, so she makes $18 a day") if it has one, the result of the last ``=`` there
+    or else the last number not seen before (else the first); without a concluding
+    word the same over the whole sentence, the later of the two winning."""
+    conclusions = list(_CONCLUSION.finditer(sentence))
+    cut = conclusions[-1].end() if conclusions else 0
+    if not NUMBER.search(sentence, cut):
+        cut = 0
+    part = sentence[cut:]
+    seen = seen | set(_numbers(sentence[:cut]))
+    picks: list[tuple[int, str]] = []
+    equals = list(_COMPUTED.finditer(part))
+    after = NUMBER.match(part, equals[-1].end()) if equals else None
+    if after:
+        picks.append((after.start(), canonical(after.group(0))))
+    fresh = set(seen)
+    for m in NUMBER.finditer(part):
+        number = canonical(m.group(0))
+        if number not in fresh:  # a number is new where it first comes up
+            picks.append((m.start(), number))
+            fresh.add(number)
+    if picks:
+        return max(picks)[1]
+    numbers = _numbers(part)
+    return (numbers[0] if conclusions else numbers[-1]) if numbers else None
+
+
+def concluded_number(text: str, before: str = "") -> str | None:
+    """The number ``text`` concludes with, canonical, or None when it has none.
+
+    ``before`` is reply text that came earlier (its numbers count as seen).
+    """
+    text = _ASIDE_LINE.sub("", text)
+    sentences = []
+    for sentence in _sentences(text):
+        # "it is 26, not 18": 18 is rejected wherever the sentence names it.
+        rejected = {canonical(n) for m in NEGATED.finditer(sentence)
+                    for n in NUMBER.findall(m.group(0))}
+        kept = NEGATED.sub(" ", sentence)
+        for number in rejected:
+            kept = re.sub(rf"(?<![\d.]){re.escape(number)}(?![\d.]|/\d)", " ", kept)
+        sentences.append(kept)
+    before = NEGATED.sub(" ", before)
+    seen = [set(_numbers(before))]  # seen[i]: numbers before sentence i
+    computed = [_computed(before)]
+    for sentence in sentences:
+        seen.append(seen[-1] | set(_numbers(sentence)))
+        computed.append(computed[-1] | _computed(sentence))
+    for i in range(len(sentences) - 1, -1, -1):
+        sentence = sentences[i]
+        numbers = set(_numbers(sentence))
+        if not numbers:
+            continue
+        if numbers - seen[i] or _COMPUTED.search(sentence):
+            return _result(sentence, seen[i])
+        if len(numbers) == 1 and numbers <= computed[i]:
+            return next(iter(numbers))  # "His profit is 20 dollars": a result restated
+        # Otherwise the sentence restates givens ("She started with 16 eggs."): go on.
+    numbers = _numbers(" ".join(sentences))
+    return numbers[-1] if numbers else None
+
+
+def concludes(text: str) -> bool:
+    """Whether ``text`` has a concluding sentence ("So she paid $1,430 in total.")."""
+    return any(_CONCLUSION.search(s) and NUMBER.search(s) for s in _sentences(text))
