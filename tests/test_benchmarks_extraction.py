@@ -329,7 +329,9 @@ MATH_CASES = [
     ("intermediate-boxes-corrected", 2,
      "I first got $\\boxed{4}$. Wait, I made an arithmetic error: the sum is "
      "$\\boxed{\\frac{14}{3}}$.", True),
-    ("no-box", 2, "So the sum is 14/3", False),
+    # An unambiguous closing statement is an answer, boxed or not.
+    ("no-box-closing-statement", 2, "So the sum is 14/3", True),
+    ("no-box-no-statement", 2, "Adding the three values gives a sum near 14/3 and", False),
 ]
 
 

@@ -11,6 +11,7 @@ an inequality in one variable is rewritten; anything else passes through unchang
 from __future__ import annotations
 
 import re
+import unicodedata
 from fractions import Fraction
 
 _REPEATING = re.compile(
@@ -85,6 +86,35 @@ def _interval(parts: list[str]) -> str | None:
     return None
 
 
+_VULGAR = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5),
+           "⅖": (2, 5), "⅗": (3, 5), "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅛": (1, 8),
+           "⅜": (3, 8), "⅝": (5, 8), "⅞": (7, 8)}
+_SYMBOLS = {"π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "⋅": "\\cdot ",
+            "−": "-", "⁄": "/", "²": "^2", "³": "^3", "≤": "\\le ", "≥": "\\ge ",
+            "≠": "\\ne ", "θ": "\\theta "}
+_ROOT = re.compile(r"√\s*(\((?:[^()]|\([^()]*\))*\)|\d+(?:\.\d+)?|[A-Za-z])")
+_DEGREE = re.compile(r"\s*°")
+_DIGIT_GROUPS = re.compile(r"(?<![\d.])\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?![\d.])")
+
+
+def unicode_math(text: str) -> str:
+    """Unicode math as LaTeX math-verify parses: ``½``, ``3√13``, ``π/2``, ``106°``, digits
+    of other scripts, ``10 080`` with a space between its digit groups."""
+    text = _DIGIT_GROUPS.sub(lambda m: re.sub(r"\D", "", m.group(0)), text)
+    if text.isascii():
+        return text
+    text = "".join(str(unicodedata.decimal(c)) if c.isdecimal() and not c.isascii() else c
+                   for c in text)
+    for char, (num, den) in _VULGAR.items():
+        text = text.replace(char, f"\\frac{{{num}}}{{{den}}}")
+    text = _ROOT.sub(lambda m: "\\sqrt{" + m.group(1).removeprefix("(").removesuffix(")") + "}",
+                     text)
+    text = _DEGREE.sub(lambda m: "^\\circ", text)
+    for char, latex in _SYMBOLS.items():
+        text = text.replace(char, latex)
+    return text
+
+
 def rewrite(text: str, intervals: bool = True) -> str:
     """``text`` with repeating decimals as fractions and (with ``intervals``), when the
     whole answer is an inequality in one variable, that inequality as an interval.
@@ -92,6 +122,7 @@ def rewrite(text: str, intervals: bool = True) -> str:
     Only predictions need the interval: math-verify already equates an interval
     prediction with an inequality gold, and a gold rewritten to an interval would no
     longer equal an inequality left inside a reply it reads whole."""
+    text = unicode_math(text)
     if "\\overline" in text or "\\bar" in text or "\\dot" in text:
         text = _REPEATING.sub(_repeating, text)
     if intervals and _RELATION.search(text):

@@ -25,6 +25,12 @@ HEDGE: Any = _Hedge()
 """Candidate value for "B or C", "either A or D", "A and B": never a committed answer."""
 
 
+CONCLUDING = 1
+"""Rank of a statement in a concluding sentence ("so", "therefore", "in total")."""
+DECLARED = 2
+"""Rank of a statement that declares itself the final answer."""
+
+
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """One answer statement: where it starts and ends in the text, and its value.
@@ -32,14 +38,16 @@ class Candidate:
     ``start`` is where the statement begins (its cue, e.g. "the answer is"); a
     correction is looked for from the ``end`` of the previous statement to the ``end``
     of this one, so "Wait, actually the answer is (C)" corrects what came before.
-    ``final`` marks a statement that declares itself the final answer ("The final
-    answer is 18", ``#### 18``): it settles what came before, as a correction does.
+    ``final`` ranks how plainly the statement closes the reply: :data:`CONCLUDING`
+    ("So the total is \\boxed{210}") or :data:`DECLARED` ("The final answer is 18",
+    ``#### 18``). A statement settles what came before, as a correction does, unless
+    an earlier one ranks higher ("The final answer is 18. So the eggs cost \\boxed{2}").
     """
 
     start: int
     end: int
     value: Any
-    final: bool = False
+    final: int = 0
 
 
 # Signals that the model takes back what it said before. Only consulted between two
@@ -50,7 +58,7 @@ CORRECTION = re.compile(
     r"|I\s+made\s+an?\s+(?:\w+\s+)?(?:mistake|error)|my\s+(?:mistake|error|bad)|I\s+was\s+wrong"
     r"|that(?:'s|\s+is|\s+was)\s+(?:wrong|incorrect|a\s+mistake)"
     r"|re-?(?:check\w*|calculat\w*|comput\w*|consider\w*|evaluat\w*|examin\w*)"
-    r"|let\s+me\s+(?:correct|fix)|hmm|hold\s+on|no(?=\s*[,.!;:]))\b",
+    r"|let\s+me\s+(?:correct|fix)|hmm|hold\s+on|no(?=\s*[,.!;:]))\b|等等|不对|错了|更正",
     re.IGNORECASE,
 )
 
@@ -79,15 +87,15 @@ def commit(candidates: Sequence[Candidate], text: str,
     eq = same or (lambda a, b: a == b)
     current: Any = None
     conflict = False
-    settled = False  # whether the current answer came from a final statement
+    settled = 0  # the rank of the statement the current answer came from
     prev_end = 0
     for cand in sorted(candidates, key=lambda c: c.start):
         if current is None:
             current, settled = cand.value, cand.final
         elif cand.value is not HEDGE and current is not HEDGE and eq(cand.value, current):
             current = cand.value  # the same answer; keep its latest spelling
-            settled = settled or cand.final
-        elif CORRECTION.search(text[prev_end:cand.end]) or (cand.final and not settled):
+            settled = max(settled, cand.final)
+        elif CORRECTION.search(text[prev_end:cand.end]) or (cand.final and cand.final >= settled):
             # The correction may sit between the statements or open the new one; a
             # final statement outranks earlier answers (an intermediate box, say).
             current, conflict, settled = cand.value, False, cand.final

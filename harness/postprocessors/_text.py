@@ -20,6 +20,10 @@ _WIDTH.update({
     0x2212: "-", 0xFE63: "-", 0x2796: "-",  # minus signs a model may print for negatives
     0x200B: None, 0x200C: None, 0x200D: None, 0x2060: None, 0xFEFF: None,  # zero-width
 })
+# Decimal digits of other scripts models write numbers in (Arabic-Indic, Persian,
+# Devanagari, Bengali) read as ASCII digits.
+for _zero in (0x0660, 0x06F0, 0x0966, 0x09E6):
+    _WIDTH.update({_zero + d: str(d) for d in range(10)})
 # Space characters used as thousands separators or typographic spaces. They are
 # folded to a plain space only here; numbers.py joins digit groups before folding.
 SPECIAL_SPACES = ("\u00a0\u2007\u2008\u2009\u200a\u202f\u205f"

@@ -6,9 +6,11 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from ._commit import HEDGE, Candidate, commit, committed_clause
+from ._closing import closing_answer
+from ._commit import (CONCLUDING, CORRECTION, DECLARED, HEDGE, Candidate, commit,
+                      committed_clause)
 from ._registry import POSTPROCESSORS
-from ._text import as_text, looks_truncated, prepare, span_after
+from ._text import FOREIGN_CUE, as_text, prepare, span_after
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\b\s*")
 _BARE = re.compile(r"[^\s$]+")  # \boxed 5: up to a space or the closing $
@@ -116,18 +118,25 @@ def same_latex(a: str, b: str) -> bool:
 
 
 def _clean(content: str) -> str:
-    content = content.strip()
+    content = content.replace("**", "").strip().strip("\"'").strip()
     content = re.sub(r"^\$+|\$+$", "", content).strip()
     return content[:-1].rstrip() if content.endswith(".") else content
 
 
 _FINAL = re.compile(
-    r"(?i:\b(?:the\s+)?(?P<final>final\s+)?answer\s*(?:is|:)\s*[:：]?"
-    r"|\bI(?:'ll|\s+will|'d|\s+would)\s+(?:go|stick)\s+with\b)"
+    r"(?i:\b(?:the\s+)?(?P<final>final(?:\s+answer)?\s*:|final\s+answer\s*(?:is)?\s*[:：]?)"
+    r"|\b(?:the\s+)?answer[\"']?\s*(?:is|:)\s*[:：]?\s*[\"']?"
+    r"|\bI(?:'ll|\s+will|'d|\s+would)\s+(?:go|stick)\s+with\b)|" + FOREIGN_CUE
 )
+# "### Final answer" or "**Answer**" on a line of its own introduces the next line.
+_ANSWER_HEADING = re.compile(r"(?im)^[ \t#*>]*((?:final\s+)?answer)[ \t*:]*\n\s*")
+# Words before a box in its sentence that make it the conclusion, not a step.
+_DECLARING = re.compile(r"(?i:\bfinal\s+answer\b)|最终答案")
+_CONCLUDING = re.compile(r"(?i:\b(?:so|therefore|thus|hence|finally|in\s+total|altogether"
+                         r"|answer)\b)|因此|所以")
 # LaTeX answers may contain ! and ?-free text only rarely, but "3!" is a factorial:
 # the statement ends at a newline or a full stop only.
-_STATEMENT_END = re.compile(r"\n|\.(?=\s|$)")
+_STATEMENT_END = re.compile(r"\n|\.(?=\s|$)|。")
 _MATH_DELIMS = re.compile(r"\$+|\\\(|\\\)|\\\[|\\\]")
 # Where an answer stated in prose stops: its reason ("15, because …", "15 since …").
 _REASON = re.compile(r",\s+(?=[A-Za-z]{3,})|\s+(?:because|since|as|which|instead|for)\b")
@@ -174,7 +183,8 @@ def _statements(reply: str, boxes: list[tuple[int, int, str]]) -> list[Candidate
             continue
         value = _answer_value(span)
         if value is not None:
-            cands.append(Candidate(m.start(), end, value, final=bool(m.group("final"))))
+            cands.append(Candidate(m.start(), end, value,
+                                   final=DECLARED if m.group("final") else 0))
     return cands
 
 
@@ -186,43 +196,22 @@ def _box_answers(reply: str, boxes: list[tuple[int, int, str]]) -> list[Candidat
         if _PLACEHOLDER.fullmatch(content):
             continue
         value = _clean(content)
+        sentence = reply[max(reply.rfind("\n\n", 0, start), _sentence_start(reply, start)):start]
+        final = (DECLARED if _DECLARING.search(sentence)
+                 else CONCLUDING if _CONCLUDING.search(sentence) else 0)
         if cands:
             prev = cands[-1]
             between = reply[prev.end:start]
             if _OR.search(between) and len(between) < 40 and not same_latex(prev.value, value):
-                cands[-1] = Candidate(prev.start, end, HEDGE)
+                cands[-1] = Candidate(prev.start, end, HEDGE, final=max(prev.final, final))
                 continue
             if (prev.value is not HEDGE and _JOINED.fullmatch(between)
                     and not same_latex(prev.value, value)):
-                cands[-1] = Candidate(prev.start, end, f"{prev.value}, {value}")
+                cands[-1] = Candidate(prev.start, end, f"{prev.value}, {value}",
+                                      final=max(prev.final, final))
                 continue
-        cands.append(Candidate(start, end, value))
+        cands.append(Candidate(start, end, value, final=final))
     return cands
-
-
-_CONCLUSION = re.compile(r"(?i:so|therefore|thus|hence|finally|in\s+conclusion|this\s+gives)\b")
-_LAST_MATH = re.compile(r"(?:\$+([^$]+)\$+|\\\((.+?)\\\)|\\\[(.+?)\\\])[\s.]*$", re.DOTALL)
-
-
-def _concluded(reply: str) -> Any:
-    """The value of a closing sentence such as "So $x = 5$." or "Therefore the sum is
-    $\\frac{3}{4}$.": a concluding word, then math that ends the reply. None otherwise."""
-    if looks_truncated(reply):
-        return None
-    sentences = [s for s in re.split(r"(?<=[.!?])\s+|\n+", reply.strip()) if s.strip()]
-    if not sentences:
-        return None
-    last = sentences[-1].strip().lstrip("*#> ").strip()
-    if not _CONCLUSION.match(last):
-        return None
-    m = _LAST_MATH.search(last)
-    if not m or _OR.search(last):
-        return None
-    math = next(g for g in m.groups() if g is not None).strip()
-    if math.count("=") and not re.search(r"[<>]|\\[lg]e", math):
-        math = math.rsplit("=", 1)[1]
-    value = _clean(math)
-    return value or None
 
 
 @POSTPROCESSORS.register("math-boxed", "boxed", "math_postprocess_v2")
@@ -243,9 +232,23 @@ def math_postprocess_v2(text: Any) -> str:
     reply = prepare(text, unicode="width")
     if not reply:
         return ""
+    reply = _ANSWER_HEADING.sub(r"\1: ", reply)
     boxes = find_boxed(reply)
-    cands = _box_answers(reply, boxes) + _statements(reply, boxes)
+    cands = sorted(_box_answers(reply, boxes) + _statements(reply, boxes),
+                   key=lambda c: c.start)
     if cands:
-        found = commit(sorted(cands, key=lambda c: c.start), reply, same_latex)
+        tail = reply[cands[-1].end:]
+        if CORRECTION.search(tail):
+            # "\boxed{50}. Actually, I made a sign error: … so the sum is $-50$."
+            value = closing_answer(tail)
+            if value is not None:
+                cands.append(Candidate(cands[-1].end, len(reply), value))
+        found = commit(cands, reply, same_latex)
         return found if isinstance(found, str) else ""
-    return _concluded(reply) or ""
+    return closing_answer(reply) or ""
+
+
+def _sentence_start(text: str, pos: int) -> int:
+    """Where the sentence holding ``pos`` starts (after ". ", a newline, or 0)."""
+    ends = [text.rfind(mark, 0, pos) for mark in (". ", "\n", "。")]
+    return max([0, *(e + 1 for e in ends if e >= 0)])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._commit import HEDGE, Candidate, commit, committed_clause
+from ._commit import CONCLUDING, DECLARED, HEDGE, Candidate, commit, committed_clause
 from ._conclusion import concluded_number, concludes
 from ._numeric import (NEGATED, hedged, normalize_numerals, retraction_value, span_value,
                        words_to_digits)
@@ -65,14 +65,14 @@ def _statements(text: str) -> list[Candidate]:
     is" declare themselves final (see :class:`._commit.Candidate`)."""
     found = []
     for m in _HASHES.finditer(text):
-        found.append((m.start(), m.end(), span_value(span_after(text, m.end(), LINE_END)), True))
+        found.append((m.start(), m.end(), span_value(span_after(text, m.end(), LINE_END)), DECLARED))
     for start, end, content in find_boxed(text):
-        found.append((start, end, span_value(content), False))
+        found.append((start, end, span_value(content), 0))
     cues = _CUE.finditer(text) if may_match(text, _CUE_WORDS) else ()
     for m in cues:
         if committed_clause(text, m.start()):
             span = span_after(text, m.end())
-            final = "final" in m.group(0).lower()
+            final = DECLARED if "final" in m.group(0).lower() else 0
             found.append((m.start(), m.end() + len(span), _cue_value(span), final))
     found = [c for c in found if c[2] is not None]
     if not found:
@@ -88,7 +88,7 @@ def _statements(text: str) -> list[Candidate]:
             continue
         value = retraction_value(span)
         if value is not None:
-            found.append((m.start(), m.end() + len(span), value, False))
+            found.append((m.start(), m.end() + len(span), value, 0))
     return [Candidate(*c) for c in sorted(found, key=lambda c: c[:2])]
 
 
@@ -121,7 +121,7 @@ def gsm8k_postprocess(text: Any) -> str:
             # held an intermediate result; the closing sentence is the answer.
             value = concluded_number(tail, reply[:last.end])
             if value is not None:
-                cands.append(Candidate(last.end, len(reply), value, final=True))
+                cands.append(Candidate(last.end, len(reply), value, final=CONCLUDING))
         found = commit(cands, reply)
         return found if isinstance(found, str) else ""
     body = _CHECK_LINE.sub(_kept_check, reply).rstrip()

@@ -1,0 +1,86 @@
+"""The answer a MATH-style reply states in its closing line when it boxes nothing.
+
+"Rosa is 49 years old.", "So $x = 6$.", "Polar coordinates: (3, π/2)", "因此 $x=5$。",
+"The function is even." A careful grader reads these as the answer; a reply that
+trails off, hedges ("$x = 1$ or $x = 5$") or ends on working is no answer.
+:func:`closing_answer` returns the answer text for math-verify, or None.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ._numeric import normalize_numerals, words_to_digits
+from ._text import looks_truncated
+
+_MARKUP = re.compile(r"\*\*|__|`")
+_LEAD = re.compile(r"^[\s>#*+\-•]+")
+_CLOSING_PUNCT = re.compile(r"[\s.。!,，:：]+$")
+_MATH_AT_END = re.compile(r"(?:\$\$?([^$]+)\$\$?|\\\((.+?)\\\)|\\\[(.+?)\\\])$", re.DOTALL)
+_HEDGE = re.compile(r"\bor\b|或|\bou\b|\bo\b|\boder\b|\bили\b")
+# The verb that introduces the answer in a closing sentence.
+_COPULA = re.compile(
+    r"(?i:\b(?:is|are|was|were|equals|must\s+be|should\s+be|will\s+be|has|have|gives|"
+    r"becomes|est|es|ist|vaut|равно)\b|'s\b|[=:：]|为|是)")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?")
+# What may follow a number as its unit ("49 years old", "3 units", "2000 calories").
+_UNIT_TAIL = re.compile(r"^\s*(?:[A-Za-z°%$]+(?:\s+[A-Za-z]+){0,3})?$")
+_WORD_ANSWER = re.compile(r"^(?:(?:facing|due|an?|the)\s+)?([A-Za-z]+)$", re.IGNORECASE)
+#: Words MATH-style answers are made of (``\text{east}``, ``\text{even}``); any other
+#: word after "is" ("The years were hard.") is prose, not an answer.
+WORD_ANSWERS = frozenset(
+    "even odd neither both none north south east west northeast northwest southeast "
+    "southwest yes no true false undefined infinite circle ellipse parabola hyperbola line "
+    "plane sphere cylinder cone point empty".split())
+_VARIABLE_EQUALS = re.compile(r"^\s*[A-Za-z]\s*=")
+
+
+def _last_line(reply: str) -> str:
+    lines = [line for line in reply.splitlines() if line.strip()]
+    if not lines:
+        return ""
+    # The closing sentence, from a last line that may hold several.
+    sentences = re.split(r"(?<=[.!?。])\s+", lines[-1].strip())
+    return sentences[-1] if sentences else ""
+
+
+def _math_value(math: str) -> str:
+    """The value a math span ends on: ``x = 6`` stays (math-verify reads an equation in
+    one variable), ``5x = 30 … 35 \\cdot 6 = 210`` gives its last right-hand side."""
+    math = math.strip()
+    if "=" in math and not _VARIABLE_EQUALS.match(math) and not re.search(r"[<>]|\\[lg]e", math):
+        return math.rsplit("=", 1)[1].strip()
+    return math
+
+
+def closing_answer(reply: str) -> str | None:
+    """The answer stated by the reply's closing line, or None (see the module docstring)."""
+    if looks_truncated(reply):
+        return None
+    line = _CLOSING_PUNCT.sub("", _LEAD.sub("", _MARKUP.sub("", _last_line(reply))))
+    if (not line or len(line) > 160 or _HEDGE.search(line) or "\\boxed" in line
+            or line.count("{") != line.count("}")):
+        return None  # a box left open is a cut-off reply, not a closing statement
+    math = _MATH_AT_END.search(line)
+    if math:
+        return _math_value(next(g for g in math.groups() if g is not None)) or None
+    copulas = list(_COPULA.finditer(line))
+    if not copulas:
+        return None  # "we now sum the 5 terms": a step, not a statement of the answer
+    rest = line[copulas[-1].end():].strip()
+    if not rest:
+        return None
+    if len(rest) <= 60 and re.search(r"[()\[\]\\^√π{]", rest) and not re.search(
+            r"(?<![\\A-Za-z])[A-Za-z]{4,}", rest):
+        return rest  # "(3, π/2)", "3\sqrt{13}"
+    numeric = normalize_numerals(words_to_digits(rest))
+    numbers = _NUMBER.findall(numeric)
+    if len(numbers) == 1:
+        number = _NUMBER.search(numeric)
+        if number and _UNIT_TAIL.match(numeric[number.end():]):
+            return number.group(0).replace(" ", "")
+        return None
+    word = _WORD_ANSWER.match(rest)
+    if not numbers and word and word.group(1).lower() in WORD_ANSWERS:
+        return f"\\text{{{word.group(1).lower()}}}"
+    return None
