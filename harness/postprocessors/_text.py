@@ -180,6 +180,25 @@ def drop_grader_appeals(text: str) -> str:
     return "".join(kept)
 
 
+# A line the reply quotes: a markdown blockquote, or a line wholly inside quotation marks.
+_QUOTED_LINE = re.compile(r'^[ \t]*(?:>[^\n]*|["“][^\n]*["”][ \t]*)$')
+
+
+def drop_quoted(text: str) -> str:
+    """``text`` without the lines it quotes ("> A: … #### 18", a quoted prompt example)
+    when the reply goes on after them: a quoted answer is someone else's. Quoted lines
+    that close the reply are kept (a model may set its own answer off that way)."""
+    if ">" not in text and '"' not in text and "“" not in text:
+        return text
+    lines = text.split("\n")
+    quoted = [bool(_QUOTED_LINE.match(line)) for line in lines]
+    if not any(quoted):
+        return text
+    last_own = max((i for i, (line, q) in enumerate(zip(lines, quoted)) if line.strip() and not q),
+                   default=-1)
+    return "\n".join(line for i, line in enumerate(lines) if not quoted[i] or i > last_own)
+
+
 def prepare(value: Any, *, unicode: str = "nfkc") -> str | None:
     """The answer-bearing part of one reply, or None when the reply has none.
 
@@ -193,7 +212,7 @@ def prepare(value: Any, *, unicode: str = "nfkc") -> str | None:
     text = strip_think(text)
     if text is None:
         return None
-    return drop_grader_appeals(cut_continuation(text)).strip()
+    return drop_grader_appeals(cut_continuation(drop_quoted(text))).strip()
 
 
 FOREIGN_CUE = (

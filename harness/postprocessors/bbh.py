@@ -11,9 +11,11 @@ import re
 from typing import Any, Mapping
 
 from ._commit import HEDGE, Candidate, commit, committed_clause
-from ._numeric import normalize_numerals, span_value, words_to_number
+from ._conclusion import concluded_number
+from ._labels import FOREIGN_LABELS, closing_label
+from ._numeric import normalize_numerals, span_value, words_to_digits, words_to_number
 from ._registry import POSTPROCESSORS
-from ._text import looks_truncated, prepare, span_after
+from ._text import FOREIGN_CUE, looks_truncated, prepare, span_after
 from .math import find_boxed
 from .options import ALL_LETTERS, choose_option, question_options
 
@@ -41,9 +43,14 @@ def bbh_mcq_postprocess(text: Any, test_item: Mapping[str, Any] | None = None) -
 
 
 _CUE = re.compile(
-    r"(?i:\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|would\s+be|should\s+be|must\s+be"
-    r"|will\s+be|=|:)\s*[:：]?)"
+    r"(?:(?i:\b(?:the\s+)?(?:final\s+|correct\s+)?answer[\"']?\s*(?:is|would\s+be|should\s+be"
+    r"|must\s+be|will\s+be|=|:)\s*[:：]?)|" + FOREIGN_CUE + ")"
 )
+# "### Final answer" / "**Answer**" alone on a line introduces the next line; a ticked
+# checkbox ("- [x] No") is the answer it ticks.
+_ANSWER_HEADING = re.compile(r"(?im)^[ \t#*>]*((?:final\s+)?answer)[ \t*:]*\n\s*")
+_TICKED = re.compile(r"(?im)^[ \t*-]*\[[xX✓✔]\][ \t]*(.+)$")
+_COUNT_CUE = re.compile(r"(?im)^[ \t*#>-]*total[ \t]*[:=]?[ \t]*(?=\S*\d)")
 _HEDGE = re.compile(r"(?:either\s+)?(\S+)\s+or\s+(\S+)")
 # A label may be followed by its reason: "yes, because …", "yes (Bob tells the truth)".
 _REASON = r"(?:$|[,.;:!]|\s*[(\[]|\s+[-–—]|\s+(?:because|since|as)\b)"
@@ -108,11 +115,13 @@ def normalize_freeform(answer: str) -> Any:
     banana, and cherry'`` → ``'apple banana cherry'``, the word-sorting format).
     """
     value = _LATEX.sub(r"\1", _LATEX.sub(r"\1", answer))
-    value = re.sub(r"\$|\\[()\[\]]", "", value).strip().strip("\"'`*").strip()
+    value = re.sub(r"\$|\\[()\[\]]", "", value).strip().lstrip(":：").strip().strip("\"'`*").strip()
     value = re.sub(r"[.。]+$", "", value).strip().strip("\"'`*").strip()
     if not value:
         return ""
     low = re.sub(r"^that\s+", "", value.lower())
+    if low in FOREIGN_LABELS:
+        return FOREIGN_LABELS[low]
     hedge = _HEDGE.fullmatch(low)
     if hedge and hedge.group(1) != hedge.group(2):
         return HEDGE
@@ -146,6 +155,9 @@ def bbh_freeform_postprocess(text: Any) -> str:
     if not reply:
         return ""
     reply = re.sub(r"\*\*|__|`", "", reply)
+    reply = _ANSWER_HEADING.sub(r"\1: ", reply)
+    reply = _TICKED.sub(r"Answer: \1", reply)
+    reply = _COUNT_CUE.sub("Answer: ", reply)
     cands = []
     for m in _CUE.finditer(reply):
         if committed_clause(reply, m.start()):
@@ -157,8 +169,38 @@ def bbh_freeform_postprocess(text: Any) -> str:
     if cands:
         found = commit(sorted(cands, key=lambda c: c.start), reply)
         return found if isinstance(found, str) else ""
-    lines = [line for line in reply.splitlines() if line.strip()]
-    if len(lines) != 1 or looks_truncated(reply):
+    if looks_truncated(reply):
         return ""
-    found = normalize_freeform(lines[0])
-    return found if isinstance(found, str) else ""
+    lines = [line for line in reply.splitlines() if line.strip()]
+    if len(lines) == 1 and len(lines[0].split()) <= _BARE_WORDS:
+        found = normalize_freeform(_LINE_MARK.sub("", lines[0]))  # a bare answer or a gold
+        return found if isinstance(found, str) else ""
+    return _closing(lines)
+
+
+# A one-line reply longer than this is a sentence of reasoning, not a bare answer.
+_BARE_WORDS = 8
+_LINE_MARK = re.compile(r"^[ \t]*(?:#+|[-*+•])[ \t]+")  # a heading or bullet, not "-5" or "> )"
+_LIST_ITEM = re.compile(r"^[ \t]*(?:\d+[.)]|[-*+•])[ \t]+([\w'-]+)[ \t]*$")
+_COUNT_SENTENCE = re.compile(r"(?i:\b(?:so|therefore|thus|altogether|in\s+total|total|i\s+have"
+                             r"|there\s+are|that\s+makes|we\s+have)\b)")
+
+
+def _closing(lines: list[str]) -> str:
+    """The answer of a reply without an answer statement, from how it closes: a label
+    stated as a sentence (see :mod:`._labels`), a count in a concluding sentence, or a
+    closing list of single words (word sorting); '' otherwise."""
+    items = [m.group(1) for m in map(_LIST_ITEM.match, lines) if m]
+    if len(items) >= 2 and _LIST_ITEM.match(lines[-1]) and all(
+            _LIST_ITEM.match(line) for line in lines[-len(items):]):
+        return " ".join(item.lower() for item in items)
+    sentence = re.split(r"(?<=[.!?。])\s+", lines[-1].strip())[-1]
+    label = closing_label(sentence)
+    if label is not None:
+        return label
+    if _COUNT_SENTENCE.search(sentence):
+        counted = re.sub(r"(?i)\b(?:a|one)\s+dozen\b", "12", sentence)
+        value = concluded_number(normalize_numerals(words_to_digits(counted)))
+        if value is not None:
+            return value
+    return ""
