@@ -40,8 +40,9 @@ class Candidate:
     of this one, so "Wait, actually the answer is (C)" corrects what came before.
     ``final`` ranks how plainly the statement closes the reply: :data:`CONCLUDING`
     ("So the total is \\boxed{210}") or :data:`DECLARED` ("The final answer is 18",
-    ``#### 18``). A statement settles what came before, as a correction does, unless
-    an earlier one ranks higher ("The final answer is 18. So the eggs cost \\boxed{2}").
+    ``#### 18``). A statement settles what came before, as a correction does, when it
+    outranks it ("Boys: \\boxed{35}. … So the groups number \\boxed{210}."); two of
+    the same rank that differ, without a correction, are a conflict.
     """
 
     start: int
@@ -95,7 +96,7 @@ def commit(candidates: Sequence[Candidate], text: str,
         elif cand.value is not HEDGE and current is not HEDGE and eq(cand.value, current):
             current = cand.value  # the same answer; keep its latest spelling
             settled = max(settled, cand.final)
-        elif CORRECTION.search(text[prev_end:cand.end]) or (cand.final and cand.final >= settled):
+        elif CORRECTION.search(text[prev_end:cand.end]) or cand.final > settled:
             # The correction may sit between the statements or open the new one; a
             # final statement outranks earlier answers (an intermediate box, say).
             current, conflict, settled = cand.value, False, cand.final

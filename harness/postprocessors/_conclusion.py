@@ -21,6 +21,8 @@ from ._numeric import NEGATED, NUMBER, canonical
 _SENTENCE = re.compile(r"[^\n]*?(?:[.!?。！？](?=\s|$)|\n|$)")
 _ASIDE_LINE = re.compile(r"(?m)^[ \t]*\([^\n]*\)[ \t.]*$")
 _COMPUTED = re.compile(r"=\s*[$(]*\s*(?=-?\.?\d)")
+_CONTRAST = re.compile(r"(?i:\bbut\s+(?:it|that|the\s+\w+)\s+(?:is|was|'s)\s+\$?)"
+                       r"(?P<n>-?\d+(?:\.\d+)?)")
 _CONCLUSION = re.compile(
     r"(?i:\b(?:so|therefore|thus|hence|altogether|overall|in\s+total|in\s+all|all\s+told"
     r"|total(?:\s+is|:)?|that\s+means|which\s+means|this\s+means|finally)\b)")
@@ -56,6 +58,8 @@ def _result(sentence: str, seen: set[str]) -> str | None:
     part = sentence[cut:]
     seen = seen | set(_numbers(sentence[:cut]))
     picks: list[tuple[int, str]] = []
+    for m in _CONTRAST.finditer(part):  # "…, but it is 26"
+        picks.append((m.end(), canonical(m.group("n"))))
     equals = list(_COMPUTED.finditer(part))
     after = NUMBER.match(part, equals[-1].end()) if equals else None
     if after:

@@ -53,6 +53,9 @@ def closing_label(sentence: str) -> str | None:
                 claims.append((m.start(), m.end(), m, yes, no))     # "implausible"
     if not claims:
         return None
+    first = min(c[0] for c in claims)
+    if re.search(r"\bor\b", sentence[first:], re.I):
+        return None  # "so the argument is valid or invalid": a hedge
     start, _, m, yes, no = max(claims, key=lambda c: c[0])
     if yes is None:
         return m.group(1).capitalize()

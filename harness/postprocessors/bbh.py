@@ -172,14 +172,27 @@ def bbh_freeform_postprocess(text: Any) -> str:
     if looks_truncated(reply):
         return ""
     lines = [line for line in reply.splitlines() if line.strip()]
-    if len(lines) == 1 and len(lines[0].split()) <= _BARE_WORDS:
+    if len(lines) == 1 and _bare(lines[0]):
         found = normalize_freeform(_LINE_MARK.sub("", lines[0]))  # a bare answer or a gold
         return found if isinstance(found, str) else ""
     return _closing(lines)
 
 
-# A one-line reply longer than this is a sentence of reasoning, not a bare answer.
-_BARE_WORDS = 8
+# Words a sentence of reasoning has and a bare answer (a label, a count, a sorted word
+# list) does not.
+_PROSE = frozenset("the is are was so we i it that this of to and because then there if "
+                   "since which have has total".split())
+
+
+def _bare(line: str) -> bool:
+    """Whether a one-line reply is a bare answer ("eight", "not valid", a word list)
+    rather than a sentence of reasoning, which is read like a longer reply."""
+    words = re.findall(r"[\w']+", line.lower())
+    if re.search(r"[.!?]\s+\S", line):
+        return False  # two sentences
+    return len(words) <= 3 or not _PROSE.intersection(words)
+
+
 _LINE_MARK = re.compile(r"^[ \t]*(?:#+|[-*+•])[ \t]+")  # a heading or bullet, not "-5" or "> )"
 _LIST_ITEM = re.compile(r"^[ \t]*(?:\d+[.)]|[-*+•])[ \t]+([\w'-]+)[ \t]*$")
 _COUNT_SENTENCE = re.compile(r"(?i:\b(?:so|therefore|thus|altogether|in\s+total|total|i\s+have"

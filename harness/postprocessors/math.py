@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from fractions import Fraction
 from typing import Any
@@ -164,6 +165,8 @@ def _answer_value(span: str) -> Any:
     if _OR.search(span):
         return HEDGE
     value = _clean(_MATH_DELIMS.sub("", span))
+    if "\\boxed" in value or value.count("{") != value.count("}"):
+        return None  # a box left open: the reply was cut off
     if not value or len(value) > 120 or _JUDGEMENT.fullmatch(value) or len(_PROSE_WORD.findall(
             re.sub(r"\\(?:text|mathrm|textbf|mbox)\{[^{}]*\}", "", value))) > 1:
         return None
@@ -232,7 +235,7 @@ def math_postprocess_v2(text: Any) -> str:
     reply = prepare(text, unicode="width")
     if not reply:
         return ""
-    reply = _ANSWER_HEADING.sub(r"\1: ", reply)
+    reply = _JSON_ANSWER.sub(_json_answer, _ANSWER_HEADING.sub(r"\1: ", reply))
     boxes = find_boxed(reply)
     cands = sorted(_box_answers(reply, boxes) + _statements(reply, boxes),
                    key=lambda c: c.start)
@@ -246,6 +249,18 @@ def math_postprocess_v2(text: Any) -> str:
         found = commit(cands, reply, same_latex)
         return found if isinstance(found, str) else ""
     return closing_answer(reply) or ""
+
+
+# {"answer": "\\frac{3}{2}"}: a JSON answer field, its string escapes undone.
+_JSON_ANSWER = re.compile(r'"answer"\s*:\s*"((?:[^"\\\n]|\\.)*)"')
+
+
+def _json_answer(m: re.Match[str]) -> str:
+    try:
+        value = json.loads(f'"{m.group(1)}"')
+    except ValueError:
+        return m.group(0)
+    return f"Answer: ${value}$\n"
 
 
 def _sentence_start(text: str, pos: int) -> int:
