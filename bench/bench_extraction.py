@@ -10,6 +10,7 @@ config disagrees, with what it extracted.
     python bench/bench_extraction.py
     python bench/bench_extraction.py --show          # and every disagreement
     python bench/bench_extraction.py --json
+    python bench/bench_extraction.py --corpus /path/to/other/labelled/set
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchlib import common_args, emit  # noqa: E402
 
-from harness.testing.corpus import (STRICT_CATEGORIES, agreement, grouped,  # noqa: E402
-                                    load_corpus, score_corpus, shipped_configs)
+from harness.testing.corpus import (CORPUS, STRICT_CATEGORIES, agreement,  # noqa: E402
+                                    grouped, load_corpus, score_corpus, shipped_configs)
 
 
 def main() -> None:
@@ -34,9 +35,11 @@ def main() -> None:
     parser = common_args(argparse.ArgumentParser(description=__doc__.splitlines()[0]))
     parser.add_argument("--show", action="store_true", help="list every disagreement")
     parser.add_argument("--config", help="only configs whose name contains this")
+    parser.add_argument("--corpus", type=Path, default=CORPUS,
+                        help="a folder of corpus files (default: tests/extraction_corpus)")
     args = parser.parse_args()
 
-    rows = load_corpus()
+    rows = load_corpus(args.corpus)
     configs = [c for c in shipped_configs() if not args.config or args.config in c.name]
     verdicts = anyio.run(score_corpus, configs, rows)
 

@@ -67,8 +67,8 @@ CORRECTION = re.compile(
 # "I don't think the answer is A"). Only the last few words count: "Since 12 is not
 # divisible by 5 the answer is C" is a committed answer.
 _NOT_COMMITTED = re.compile(
-    r"(?:\b(?:if|whether|suppose|supposing|assum\w*|unless|not|never|doubt\w*)|n't)"
-    r"\s+(?:[\w']+\s+){0,2}$",
+    r"(?:(?:\b(?:if|whether|suppose|supposing|assum\w*|unless|not|never|doubt\w*"
+    r"|si|wenn|falls|ob)|n't)\s+|(?:如果|假如|若|もし)\s*)(?:[\w']+\s+){0,2}$",
     re.IGNORECASE,
 )
 
@@ -76,6 +76,28 @@ _NOT_COMMITTED = re.compile(
 def committed_clause(text: str, start: int) -> bool:
     """False when the words just before ``start`` make the statement hypothetical."""
     return not _NOT_COMMITTED.search(text[max(0, start - 60):start])
+
+
+# A sentence that only entertains an answer: "If repetition were not allowed, the final
+# answer would be 6", "For unordered pairs it would thus be \\boxed{6}".
+_HYPOTHETICAL = re.compile(
+    r"\b(?:if|would|could|might|suppose|supposing|assuming|unless|otherwise|either)\b"
+    r"|\bwere\s+not\b|如果|假如|もし", re.IGNORECASE)
+_SENTENCE_BREAK = re.compile(r"[.!?。！？](?=\s)|\n")
+
+
+def sentence_around(text: str, start: int, end: int) -> str:
+    """The sentence of ``text`` that holds ``start:end``."""
+    before = [m.end() for m in _SENTENCE_BREAK.finditer(text, 0, start)]
+    after = _SENTENCE_BREAK.search(text, end)
+    return text[before[-1] if before else 0:after.start() if after else len(text)]
+
+
+def rank(text: str, start: int, end: int, base: int) -> int:
+    """``base`` (:data:`CONCLUDING` or :data:`DECLARED`) for the statement at
+    ``start:end``, or 0 when its sentence is hypothetical: an answer offered under a
+    condition never outranks one given plainly."""
+    return 0 if base and _HYPOTHETICAL.search(sentence_around(text, start, end)) else base
 
 
 def commit(candidates: Sequence[Candidate], text: str,
@@ -106,3 +128,18 @@ def commit(candidates: Sequence[Candidate], text: str,
     if conflict or current is HEDGE:
         return None
     return current
+
+
+_DECLARING = re.compile(r"(?i:\banswer\b)|答案|答え|정답")
+_CONCLUDING = re.compile(r"(?i:\b(?:so|therefore|thus|hence|finally|in\s+total|altogether)\b)"
+                         r"|因此|所以")
+
+
+def box_rank(text: str, start: int, end: int) -> int:
+    """The rank of a box from the words before it in its sentence: :data:`DECLARED`
+    after "answer" ("**Answer:** \\boxed{1940}"), :data:`CONCLUDING` after "so" or
+    "therefore", else 0 ("Boys: \\boxed{35}"); 0 in a hypothetical sentence."""
+    lead = sentence_around(text, start, end)
+    lead = lead[:max(0, lead.find(text[start:end]))] if text[start:end] in lead else lead
+    base = DECLARED if _DECLARING.search(lead) else CONCLUDING if _CONCLUDING.search(lead) else 0
+    return rank(text, start, end, base)

@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import re
 
-from ._numeric import NEGATED, NUMBER, canonical
+from ._numeric import NEGATED, NUMBER, canonical, hedged
 
 _SENTENCE = re.compile(r"[^\n]*?(?:[.!?。！？](?=\s|$)|\n|$)")
 _ASIDE_LINE = re.compile(r"(?m)^[ \t]*\([^\n]*\)[ \t.]*$")
 _COMPUTED = re.compile(r"=\s*[$(]*\s*(?=-?\.?\d)")
 _CONTRAST = re.compile(r"(?i:\bbut\s+(?:it|that|the\s+\w+)\s+(?:is|was|'s)\s+\$?)"
                        r"(?P<n>-?\d+(?:\.\d+)?)")
+# "20 would be wrong": a number named to be rejected, after it.
+_WRONG = re.compile(r"(-?\d+(?:\.\d+)?)\s+(?:would\s+be|is|was)\s+(?:wrong|incorrect|not\s+right)",
+                    re.IGNORECASE)
+_RANGE = re.compile(r"\d\s*[–—]\s*\d|\bbetween\s+\$?\d[\d.]*\s+and\s+\$?\d", re.IGNORECASE)
 _CONCLUSION = re.compile(
     r"(?i:\b(?:so|therefore|thus|hence|altogether|overall|in\s+total|in\s+all|all\s+told"
     r"|total(?:\s+is|:)?|that\s+means|which\s+means|this\s+means|finally)\b)")
@@ -87,6 +91,7 @@ def concluded_number(text: str, before: str = "") -> str | None:
         # "it is 26, not 18": 18 is rejected wherever the sentence names it.
         rejected = {canonical(n) for m in NEGATED.finditer(sentence)
                     for n in NUMBER.findall(m.group(0))}
+        rejected |= {canonical(m.group(1)) for m in _WRONG.finditer(sentence)}
         kept = NEGATED.sub(" ", sentence)
         for number in rejected:
             kept = re.sub(rf"(?<![\d.]){re.escape(number)}(?![\d.]|/\d)", " ", kept)
@@ -102,9 +107,11 @@ def concluded_number(text: str, before: str = "") -> str | None:
         numbers = set(_numbers(sentence))
         if not numbers:
             continue
+        if hedged(sentence) or _RANGE.search(sentence):
+            return None  # "about 12–13 years", "18 or 20": no one answer
         if numbers - seen[i] or _COMPUTED.search(sentence):
             return _result(sentence, seen[i])
-        if len(numbers) == 1 and numbers <= computed[i]:
+        if len(numbers) == 1 and (numbers <= computed[i] or _CONCLUSION.search(sentence)):
             return next(iter(numbers))  # "His profit is 20 dollars": a result restated
         # Otherwise the sentence restates givens ("She started with 16 eggs."): go on.
     numbers = _numbers(" ".join(sentences))

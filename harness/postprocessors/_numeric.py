@@ -56,8 +56,8 @@ def normalize_numerals(text: str) -> str:
 
 
 # "2.5 million" is 2500000: a grader reads the magnitude word as part of the number.
-_MAGNITUDE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[ \t]*(thousand|million|billion|trillion)\b",
-                        re.IGNORECASE)
+_MAGNITUDE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[ \t]*(thousand|million|billion|trillion)\b"
+                        r"(?!-)", re.IGNORECASE)  # not "3 thousand-dollar bonds"
 _SCALE = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
 
 
@@ -202,10 +202,18 @@ _NUMBER_WORD = re.compile(
     r"|ninety|hundred|thousand|million))*\b", re.IGNORECASE)
 
 
+_ONE_PRONOUN_BEFORE = re.compile(r"(?i:\b(?:the|no|each|this|that|every|any|which|some|"
+                                 r"another|a)\s+)$")
+_ONE_PRONOUN_AFTER = re.compile(r"(?i:\s+(?:of|another|by|at\s+a\s+time|who|that|which)\b)")
+
+
 def words_to_digits(text: str) -> str:
     """English number words as digits: "one thousand four hundred thirty" → ``1430``."""
     def digits(m: re.Match[str]) -> str:
         words = [w for w in re.split(r"[\s-]+", m.group(0).lower()) if w]
+        if words == ["one"] and (_ONE_PRONOUN_BEFORE.search(text, 0, m.start())
+                                 or _ONE_PRONOUN_AFTER.match(text, m.end())):
+            return m.group(0)  # "no one", "the one who", "one of them"
         read = words_to_number(words)
         if read is None or read[1] != len(words):
             return m.group(0)

@@ -24,6 +24,7 @@ _WIDTH.update({
 # Devanagari, Bengali) read as ASCII digits.
 for _zero in (0x0660, 0x06F0, 0x0966, 0x09E6):
     _WIDTH.update({_zero + d: str(d) for d in range(10)})
+_WIDTH[0x066B] = "."  # the Arabic decimal separator
 # Space characters used as thousands separators or typographic spaces. They are
 # folded to a plain space only here; numbers.py joins digit groups before folding.
 SPECIAL_SPACES = ("\u00a0\u2007\u2008\u2009\u200a\u202f\u205f"
@@ -140,7 +141,8 @@ def cut_continuation(text: str) -> str:
 # Words addressed to whoever scores the reply. Saying them must earn nothing, so they
 # are dropped (see drop_grader_appeals) before any answer pattern runs.
 _APPEAL = re.compile(
-    r"\b(?:graders?|evaluators?|grading\s+(?:model|system|script)|dear\s+judge|judge\s*[:,])"
+    r"\b(?:graders?|evaluators?|scorers?|autograders?|grading\s+(?:model|system|script)"
+    r"|dear\s+judge|judge\s*[:,])"
     r"|\b(?:mark|grade|score|count|treat)\s+(?:this|it|me|my\s+\w+|the\s+\w+|this\s+\w+)"
     r"\s+(?:as\s+)?(?:correct|right|full)"
     r"|\bignore\s+(?:all\s+|any\s+)?(?:the\s+|your\s+)?(?:previous|prior|above|earlier|preceding|"
@@ -151,11 +153,21 @@ _APPEAL = re.compile(
 )
 # Words every _APPEAL alternative needs (see may_match): graders/grading, evaluator,
 # judge, ignore, full, give, and the correct/right/full a "mark this as" appeal ends with.
-_APPEAL_WORDS = ("grad", "evaluator", "judge", "correct", "right", "full", "ignore", "give")
+_APPEAL_WORDS = ("grad", "evaluator", "scorer", "judge", "correct", "right", "full", "ignore",
+                 "give")
 _CLAUSE_BREAK = re.compile(r"[,;.!?。，；>(\[]")
 # Sentence pieces: text up to and including ., ! or ? followed by space, or up to a newline.
 # A dot between digits (3.5) is not a boundary.
 _SENTENCE = re.compile(r"[^\n]*?(?:[.!?。！？](?=\s|$)|\n|$)")
+
+
+# A block dressed as the grader's own output: "=== GRADER OUTPUT ===", "[Evaluator]",
+# "### Judge verdict" (a heading-like line that names the grader early). It and what follows it up to its end marker or a blank line are
+# the reply talking to its grader.
+_GRADER_BLOCK = re.compile(
+    r"(?im)^[ \t]*(?:={2,}|-{3,}|#{1,6}|\[|\*\*)[ \t]*[^\n]{0,30}"
+    r"\b(?:grader|grading|judge|evaluator|verdict|scorer)\b[^\n]*$"
+    r"(?:\n(?![ \t]*\n)[^\n]*)*")
 
 
 def drop_grader_appeals(text: str) -> str:
@@ -166,7 +178,10 @@ def drop_grader_appeals(text: str) -> str:
     What the model said before an appeal stands on its own merits; the appeal and
     what follows it in the sentence earn nothing.
     """
-    if not may_match(text, _APPEAL_WORDS) or not _APPEAL.search(text):
+    if not may_match(text, (*_APPEAL_WORDS, "verdict")):
+        return text
+    text = _GRADER_BLOCK.sub("", text)
+    if not _APPEAL.search(text):
         return text
     kept = []
     for m in _SENTENCE.finditer(text):
@@ -184,19 +199,40 @@ def drop_grader_appeals(text: str) -> str:
 _QUOTED_LINE = re.compile(r'^[ \t]*(?:>[^\n]*|["“][^\n]*["”][ \t]*)$')
 
 
+# What introduces someone else's words: "Following the format of the example:", "The
+# textbook hint reads:", "like the example from the prompt".
+_ATTRIBUTION = re.compile(r"(?i:\b(?:example|hint|textbook|reads|says|said|wrote|quote[sd]?"
+                          r"|prompt|format|like\s+this|as\s+in|according\s+to)\b)")
+
+
 def drop_quoted(text: str) -> str:
-    """``text`` without the lines it quotes ("> A: … #### 18", a quoted prompt example)
-    when the reply goes on after them: a quoted answer is someone else's. Quoted lines
-    that close the reply are kept (a model may set its own answer off that way)."""
+    """``text`` without the quoted lines someone else wrote ("> A: … #### 18" after
+    "Following the format of the example:"): a quoted answer is not the model's. A
+    quote the reply does not attribute is kept; models set their own answer off as a
+    blockquote ("> **Answer:** 5")."""
     if ">" not in text and '"' not in text and "“" not in text:
         return text
     lines = text.split("\n")
-    quoted = [bool(_QUOTED_LINE.match(line)) for line in lines]
-    if not any(quoted):
-        return text
-    last_own = max((i for i, (line, q) in enumerate(zip(lines, quoted)) if line.strip() and not q),
-                   default=-1)
-    return "\n".join(line for i, line in enumerate(lines) if not quoted[i] or i > last_own)
+    keep = [True] * len(lines)
+    i = 0
+    while i < len(lines):
+        if not _QUOTED_LINE.match(lines[i]):
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and _QUOTED_LINE.match(lines[j]):
+            j += 1
+        lead = next((line for line in reversed(lines[:i]) if line.strip()), "")
+        if _ATTRIBUTION.search(lead):
+            keep[i:j] = [False] * (j - i)
+        i = j
+    return "\n".join(line for line, k in zip(lines, keep) if k)
+
+
+# Reasoning blocks under other names: "<think >", "<reasoning>", "<|begin_of_thought|>".
+_THINK_VARIANT = re.compile(
+    r"<\s*(/)?\s*(?:think|thinking|reasoning)\s*>|<\|(?:begin|(end))_of_thought\|>",
+    re.IGNORECASE)
 
 
 def prepare(value: Any, *, unicode: str = "nfkc") -> str | None:
@@ -209,6 +245,9 @@ def prepare(value: Any, *, unicode: str = "nfkc") -> str | None:
     if text is None:
         return None
     text = nfkc(text) if unicode == "nfkc" else fold_width(text)
+    if "<" in text:
+        text = _THINK_VARIANT.sub(lambda m: "</think>" if m.group(1) or m.group(2) else "<think>",
+                                  text)
     text = strip_think(text)
     if text is None:
         return None

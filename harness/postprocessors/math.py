@@ -8,8 +8,8 @@ from fractions import Fraction
 from typing import Any
 
 from ._closing import closing_answer
-from ._commit import (CONCLUDING, CORRECTION, DECLARED, HEDGE, Candidate, commit,
-                      committed_clause)
+from ._commit import (CORRECTION, DECLARED, HEDGE, Candidate, box_rank, commit, committed_clause,
+                      rank)
 from ._registry import POSTPROCESSORS
 from ._text import FOREIGN_CUE, as_text, prepare, span_after
 
@@ -125,16 +125,12 @@ def _clean(content: str) -> str:
 
 
 _FINAL = re.compile(
-    r"(?i:\b(?:the\s+)?(?P<final>final(?:\s+answer)?\s*:|final\s+answer\s*(?:is)?\s*[:：]?)"
+    r"(?i:\b(?:the\s+)?(?:final(?:\s+answer)?\s*[:：]|final\s+answer\s+is\s*[:：]?)"
     r"|\b(?:the\s+)?answer[\"']?\s*(?:is|:)\s*[:：]?\s*[\"']?"
     r"|\bI(?:'ll|\s+will|'d|\s+would)\s+(?:go|stick)\s+with\b)|" + FOREIGN_CUE
 )
 # "### Final answer" or "**Answer**" on a line of its own introduces the next line.
 _ANSWER_HEADING = re.compile(r"(?im)^[ \t#*>]*((?:final\s+)?answer)[ \t*:]*\n\s*")
-# Words before a box in its sentence that make it the conclusion, not a step.
-_DECLARING = re.compile(r"(?i:\bfinal\s+answer\b)|最终答案")
-_CONCLUDING = re.compile(r"(?i:\b(?:so|therefore|thus|hence|finally|in\s+total|altogether"
-                         r"|answer)\b)|因此|所以")
 # LaTeX answers may contain ! and ?-free text only rarely, but "3!" is a factorial:
 # the statement ends at a newline or a full stop only.
 _STATEMENT_END = re.compile(r"\n|\.(?=\s|$)|。")
@@ -187,7 +183,7 @@ def _statements(reply: str, boxes: list[tuple[int, int, str]]) -> list[Candidate
         value = _answer_value(span)
         if value is not None:
             cands.append(Candidate(m.start(), end, value,
-                                   final=DECLARED if m.group("final") else 0))
+                                   final=rank(reply, m.start(), end, DECLARED)))
     return cands
 
 
@@ -199,9 +195,7 @@ def _box_answers(reply: str, boxes: list[tuple[int, int, str]]) -> list[Candidat
         if _PLACEHOLDER.fullmatch(content):
             continue
         value = _clean(content)
-        sentence = reply[max(reply.rfind("\n\n", 0, start), _sentence_start(reply, start)):start]
-        final = (DECLARED if _DECLARING.search(sentence)
-                 else CONCLUDING if _CONCLUDING.search(sentence) else 0)
+        final = box_rank(reply, start, end)
         if cands:
             prev = cands[-1]
             between = reply[prev.end:start]
@@ -262,8 +256,3 @@ def _json_answer(m: re.Match[str]) -> str:
         return m.group(0)
     return f"Answer: ${value}$\n"
 
-
-def _sentence_start(text: str, pos: int) -> int:
-    """Where the sentence holding ``pos`` starts (after ". ", a newline, or 0)."""
-    ends = [text.rfind(mark, 0, pos) for mark in (". ", "\n", "。")]
-    return max([0, *(e + 1 for e in ends if e >= 0)])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._commit import CONCLUDING, DECLARED, HEDGE, Candidate, commit, committed_clause
+from ._commit import (CONCLUDING, DECLARED, HEDGE, Candidate, box_rank, commit, committed_clause,
+                      rank)
 from ._conclusion import concluded_number, concludes
 from ._numeric import (NEGATED, hedged, normalize_numerals, retraction_value, span_value,
                        words_to_digits)
@@ -61,19 +62,21 @@ def _cue_value(span: str) -> str | None:
 
 def _statements(text: str) -> list[Candidate]:
     """Explicit final answers: ``#### N``, ``\\boxed{N}``, "the answer is N", and after
-    one of those, a retraction that gives a new number. ``####`` and "the final answer
-    is" declare themselves final (see :class:`._commit.Candidate`)."""
+    one of those, a retraction that gives a new number. ``####`` and answer statements
+    rank as declared, a box by its sentence (see :func:`._commit.box_rank`)."""
     found = []
     for m in _HASHES.finditer(text):
-        found.append((m.start(), m.end(), span_value(span_after(text, m.end(), LINE_END)), DECLARED))
+        end = m.end() + len(span_after(text, m.end(), LINE_END))
+        found.append((m.start(), end, span_value(text[m.end():end]),
+                      rank(text, m.start(), end, DECLARED)))
     for start, end, content in find_boxed(text):
-        found.append((start, end, span_value(content), 0))
+        found.append((start, end, span_value(content), box_rank(text, start, end)))
     cues = _CUE.finditer(text) if may_match(text, _CUE_WORDS) else ()
     for m in cues:
         if committed_clause(text, m.start()):
-            span = span_after(text, m.end())
-            final = DECLARED if "final" in m.group(0).lower() else 0
-            found.append((m.start(), m.end() + len(span), _cue_value(span), final))
+            end = m.end() + len(span_after(text, m.end()))
+            found.append((m.start(), end, _cue_value(text[m.end():end]),
+                          rank(text, m.start(), end, DECLARED)))
     found = [c for c in found if c[2] is not None]
     if not found:
         return []
@@ -115,21 +118,43 @@ def gsm8k_postprocess(text: Any) -> str:
     if cands:
         last = cands[-1]
         tail = reply[last.end:]
-        if (reply.startswith("\\boxed", last.start) and concludes(tail)
+        if (reply.startswith("\\boxed", last.start) and last.final == 0 and concludes(tail)
                 and tail.rstrip()[-1:] in _SENTENCE_CLOSE):
             # "3 × 60 = \boxed{180} downloads … So 366 downloads in total.": the box
             # held an intermediate result; the closing sentence is the answer.
             value = concluded_number(tail, reply[:last.end])
             if value is not None:
-                cands.append(Candidate(last.end, len(reply), value, final=CONCLUDING))
+                cands.append(Candidate(last.end, len(reply), value,
+                                       final=rank(reply, len(reply) - 1, len(reply), CONCLUDING)))
         found = commit(cands, reply)
         return found if isinstance(found, str) else ""
-    body = _CHECK_LINE.sub(_kept_check, reply).rstrip()
+    body = _cut_verification(reply)
+    body = _UNTICKED.sub("", _CHECK_LINE.sub(_kept_check, body)).rstrip()
     if not body or looks_truncated(body):
         return ""
-    if not any(c.isdigit() for c in body):
-        body = words_to_digits(body)  # "so she makes eighteen dollars a day"
+    body = _HOURS_MINUTES.sub(_minutes, words_to_digits(body))  # "eighteen", "2 h 20 min"
     return concluded_number(body) or ""
+
+
+# "Verification:" alone on a line opens a section that only checks the answer above it.
+_VERIFICATION = re.compile(r"(?im)^[ \t#*>-]*(?:verification|check|checking|sanity\s+check"
+                           r"|double[- ]check)[ \t*]*:?[ \t*]*$")
+# "- [ ] 10": an option the reply did not tick.
+_UNTICKED = re.compile(r"(?m)^[ \t]*[-*+]?[ \t]*\[ \][^\n]*$")
+_HOURS_MINUTES = re.compile(r"(\d+)\s*(?:hours?|hrs?|h)\s*(?:and\s+)?(\d+)\s*(?:minutes?|mins?)\b",
+                            re.IGNORECASE)
+
+
+def _minutes(m: re.Match[str]) -> str:
+    return f"{int(m.group(1)) * 60 + int(m.group(2))} minutes"
+
+
+def _cut_verification(reply: str) -> str:
+    """The reply without its closing verification section, unless that finds an error."""
+    m = _VERIFICATION.search(reply)
+    if m and reply[:m.start()].strip() and not _CHECK_FINDS_ERROR.search(reply[m.end():]):
+        return reply[:m.start()]
+    return reply
 
 
 def _kept_check(m: re.Match[str]) -> str:
