@@ -175,9 +175,9 @@ def _random_replies(seed: int, count: int) -> list[str]:
 
 
 def test_may_match_never_skips_a_text_the_pattern_matches() -> None:
-    from harness.postprocessors import _text, numbers
+    from harness.postprocessors import _commit, _text, numbers
 
-    guarded = [(_text._APPEAL, _text._APPEAL_WORDS), (numbers._RETRACT, numbers._RETRACT_WORDS),
+    guarded = [(_text._APPEAL, _text._APPEAL_WORDS), (_commit.RETRACTION, numbers._RETRACT_WORDS),
                (numbers._CUE, numbers._CUE_WORDS)]
     matched = 0
     for reply in _random_replies(seed=7, count=4000) + _GUARDED_REPLIES:

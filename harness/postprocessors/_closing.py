@@ -2,7 +2,8 @@
 
 "Rosa is 49 years old.", "So $x = 6$.", "Polar coordinates: (3, π/2)", "因此 $x=5$。",
 "The function is even." A careful grader reads these as the answer; a reply that
-trails off, hedges ("$x = 1$ or $x = 5$") or ends on working is no answer.
+trails off, hedges ("$x = 1$ or $x = 5$", "It could also be $5$"), supposes, rejects
+("$x$ cannot be $5$"), plans ("let's try $x = 5$") or ends on a step is no answer.
 :func:`closing_answer` returns the answer text for math-verify, or None.
 """
 
@@ -18,6 +19,15 @@ _LEAD = re.compile(r"^[\s>#*+\-•]+")
 _CLOSING_PUNCT = re.compile(r"[\s.。!,，:：]+$")
 _MATH_AT_END = re.compile(r"(?:\$\$?([^$]+)\$\$?|\\\((.+?)\\\)|\\\[(.+?)\\\])$", re.DOTALL)
 _HEDGE = re.compile(r"\bor\b|或|\bou\b|\bo\b|\boder\b|\bили\b")
+# A closing line that does not commit to an answer: a hedge or hypothetical ("could
+# also be", "Suppose $x = 5$"), a rejection ("cannot be $5$"), a plan or a question
+# ("let's try", "we need to check whether"), a step ("Step 1: …", "1 case left").
+_UNCOMMITTED = re.compile(
+    r"(?i:\b(?:could|might|may|would|perhaps|maybe|possibly|probably|suppose|supposing"
+    r"|assume|assuming|if|let's|let\s+us|try|trying|whether|need\s+to|check|verify"
+    r"|left|remaining\s+to|next|not|cannot|never|no\s+longer)\b|n't\b|^step\s*\d)"
+    r"|\?\s*$|如果|假设|不是|不能|^si\b")
+_FENCE = re.compile(r"^\s*```")
 # The verb that introduces the answer in a closing sentence.
 _COPULA = re.compile(
     r"(?i:\b(?:is|are|was|were|equals|must\s+be|should\s+be|will\s+be|has|have|gives|"
@@ -36,7 +46,7 @@ _VARIABLE_EQUALS = re.compile(r"^\s*[A-Za-z]\s*=")
 
 
 def _last_line(reply: str) -> str:
-    lines = [line for line in reply.splitlines() if line.strip()]
+    lines = [line for line in reply.splitlines() if line.strip() and not _FENCE.match(line)]
     if not lines:
         return ""
     # The closing sentence, from a last line that may hold several.
@@ -58,8 +68,8 @@ def closing_answer(reply: str) -> str | None:
     if looks_truncated(reply):
         return None
     line = _CLOSING_PUNCT.sub("", _LEAD.sub("", _MARKUP.sub("", _last_line(reply))))
-    if (not line or len(line) > 160 or _HEDGE.search(line) or "\\boxed" in line
-            or line.count("{") != line.count("}")):
+    if (not line or len(line) > 160 or _HEDGE.search(line) or _UNCOMMITTED.search(line)
+            or "\\boxed" in line or line.count("{") != line.count("}")):
         return None  # a box left open is a cut-off reply, not a closing statement
     math = _MATH_AT_END.search(line)
     if math:

@@ -63,6 +63,20 @@ CORRECTION = re.compile(
     re.IGNORECASE,
 )
 
+# A visible change of mind after the answer was given ("12... wait, actually 14").
+# A plain "wait, let me check" is not one: what follows is a check, not a new answer.
+RETRACTION = re.compile(
+    r"(?i:\b(?:wait|hmm|hold\s+on|oh)\b[\s,.!…-]*"
+    r"(?:no\b|actually\b|I\s+made|that'?s\s+(?:wrong|not)"
+    r"|correction)|\b(?:correction|oops|scratch\s+that|on\s+second\s+thought"
+    r"|I\s+made\s+an?\s+(?:\w+\s+)?(?:mistake|error)|I\s+was\s+wrong)\b"
+    r"|(?:^|(?<=[.!?…\n]))[ \t]*actually\b(?![\s,]+(?:we|let|I)\s+(?:can|could|might|should)\b)"
+    r"|等等|不对|错了|更正)"
+)
+"""A visible change of mind after an answer was given; stricter than CORRECTION,
+which only needs to tell two different answers apart."""
+
+
 # A hypothetical or negation right before the statement ("whether the answer is A",
 # "I don't think the answer is A"). Only the last few words count: "Since 12 is not
 # divisible by 5 the answer is C" is a committed answer.

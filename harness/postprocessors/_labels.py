@@ -44,8 +44,18 @@ _CLAIMS = [
 ]
 
 
+# A closing sentence that states no label of its own: a question, a plan ("we need to
+# decide whether …"), a hypothetical ("If the premises were true, … would be valid"),
+# or someone else's claim ("Jerry says Fidel tells the truth").
+_NO_CLAIM = re.compile(
+    r"(?i:\b(?:whether|need\s+to|check|decide|depends|if|would|could|might|suppose|assume"
+    r"|says|said|claims|claimed|states|stated|thinks|either)\b)")
+
+
 def closing_label(sentence: str) -> str | None:
     """The label a closing sentence states with its last claim, or None."""
+    if sentence.rstrip().endswith("?") or _NO_CLAIM.search(sentence):
+        return None
     claims: list[tuple[int, int, re.Match[str], str | None, str | None]] = []
     for pattern, yes, no in _CLAIMS:
         for m in pattern.finditer(sentence):

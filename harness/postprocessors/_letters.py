@@ -69,11 +69,13 @@ def _patterns(options: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Patter
     L = _letter_class(options)
     statement = re.compile(
         rf"{_CUE}\s*(?:(?P<hedge>(?i:either|both))\s+)?(?:(?i:option|choice)\s*|选项\s*)?"
-        rf"(?:\(\s*(?P<s1>(?i:{L}))\s*\)|\[\s*(?P<s2>{L})\s*\]|(?P<s3>{L}){_BARE_END})"
+        rf"(?:\(\s*(?P<s1>{L})\s*\)|\(\s*(?P<s10>[a-z])\s*\)(?=[ \t]*(?:[.,;!)]|$))"
+        rf"|\[\s*(?P<s2>{L})\s*\]|(?P<s3>{L}){_BARE_END})"
         rf"|(?i:option|choice)\s+\(?(?P<s4>{L})\)?\s+"
         rf"(?i:is\s+(?:the\s+)?(?:correct|right|best|answer))"
-        rf"|(?:\(\s*(?P<s5>{L})\s*\)|(?<![\w'(\[])(?P<s9>{L})(?![\w'(\[]))\s+"
-        rf"(?i:is\s+(?:the\s+)?(?:correct|right)\b)"
+        rf"|(?:\(\s*(?P<s5>{L})\s*\)|(?:^|(?<=[.!?]\s)|(?<=\n))[ \t]*(?P<s9>{L}))\s+"
+        rf"(?i:is\s+(?:the\s+)?(?:correct|right)(?:\s+(?:answer|option|choice|one))?)"
+        rf"(?=[ \t]*(?:[.!,;]|$))"
         rf"|\\boxed\s*\{{\s*(?:\\text(?:bf)?\s*\{{\s*)?\(?\s*(?P<s6>{L})\s*\)?\s*\}}?\s*\}}"
         rf"|\\boxed\s+(?P<s7>{L})(?![\w'])"
         rf"|(?P<s8>{L})\s*是正确(?:答案|的)",
@@ -114,10 +116,11 @@ def statements(text: str, options: str) -> list[Candidate]:
     for m in _patterns(options)[0].finditer(text):
         if not committed_clause(text, m.start()):
             continue
-        name = next(k for k in ("s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9")
+        name = next(k for k in ("s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10")
                     if m.group(k))
         s, e = m.span(name)
-        # "(b)" after a cue is option B; a lower-case letter is read nowhere else.
+        # "(b)." closing a cue is option B; a lower-case letter is read nowhere else
+        # ("Answer: (a) the path closes …" enumerates points).
         letter = m.group(name).upper()
         value = HEDGE if m.group("hedge") or _hedged(text, s, e, options) else letter
         found.append(Candidate(m.start(), m.end(), value))

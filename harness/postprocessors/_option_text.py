@@ -204,8 +204,11 @@ def bare_option(reply: str, options: Mapping[str, str]) -> str | None:
 
 _ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth eleventh "
              "twelfth").split()
+# Only a position named as the choice counts: "that's the second option", "the answer is
+# the second option", "I pick the last choice"; not "the first option is two weeks early".
 _ORDINAL = re.compile(
-    rf"\b(?:the\s+)?(?P<n>{'|'.join(_ORDINALS)}|last)\s+(?:option|choice|one\s+listed)\b",
+    rf"(?:\b(?:that's|that\s+is|it's|it\s+is|answer\s+is|choose|pick|select|go\s+with)"
+    rf"\s+)(?:the\s+)?(?P<n>{'|'.join(_ORDINALS)}|last)\s+(?:option|choice|one\s+listed)\b",
     re.IGNORECASE)
 _ORDINAL_REJECTED = re.compile(r"\s+(?:is|seems|looks)\s+(?:wrong|incorrect|false|not)\b",
                                re.IGNORECASE)
@@ -234,8 +237,11 @@ def named_after_letter(span: str, letter: str, options: Mapping[str, str]) -> bo
 
 # A closing sentence that names an option without an answer cue: "…, so the shape is a
 # triangle.", "i.e. a heptagon.", or the whole sentence an option ("Eve finished first.").
-_NAMING = re.compile(r"(?i:\b(?:is|are|was|were|be|i\.e\.|namely|that\s+is)[,:]?\s+)")
-_CLOSING = re.compile(r"(?i:\b(?:so|therefore|thus|hence|i\.e\.|namely|that\s+is)\b)")
+_NAMING = re.compile(r"(?i:\b(?:is|are|was|were|be|draws|i\.e\.|namely|that\s+is)[,:]?\s+"
+                     r"(?:(?:just|simply|exactly|clearly)\s+)?)")
+_CLOSING = re.compile(r"(?i:\b(?:so|therefore|thus|hence|i\.e\.|namely|that\s+is|meaning)\b)")
+# A closing sentence that names an option without choosing it.
+_NOT_A_CHOICE = re.compile(r"(?i:\b(?:not|cannot|never|whether|if|could|might|or|either)\b|n't\b)")
 
 
 def concluding_option(reply: str, options: Mapping[str, str]) -> str | None:
@@ -246,10 +252,13 @@ def concluding_option(reply: str, options: Mapping[str, str]) -> str | None:
         return None
     last = sentences[-1].strip().rstrip(".!").strip()
     found = exact(last, texts)
-    if found or not _CLOSING.search(last):
+    if found or _NOT_A_CHOICE.search(last) or sentences[-1].rstrip().endswith("?"):
         return found
     namings = list(_NAMING.finditer(last))
     if not namings:
         return None
-    letter = match(last[namings[-1].end():], texts)
+    named = last[namings[-1].end():]
+    # The whole rest is one option's text ("… the element just draws a line"); a mere
+    # fragment of one needs a concluding word ("…, so the shape is a triangle").
+    letter = exact(named, texts) or (match(named, texts) if _CLOSING.search(last) else None)
     return letter if isinstance(letter, str) else None

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from ._commit import HEDGE, Candidate, commit, committed_clause
 from ._conclusion import concluded_number
 from ._labels import FOREIGN_LABELS, closing_label
-from ._numeric import normalize_numerals, span_value, words_to_digits, words_to_number
+from ._numeric import hedged, normalize_numerals, span_value, words_to_digits, words_to_number
 from ._registry import POSTPROCESSORS
 from ._text import FOREIGN_CUE, looks_truncated, prepare, span_after
 from .math import find_boxed
@@ -196,7 +196,8 @@ def _bare(line: str) -> bool:
 _LINE_MARK = re.compile(r"^[ \t]*(?:#+|[-*+•])[ \t]+")  # a heading or bullet, not "-5" or "> )"
 _LIST_ITEM = re.compile(r"^[ \t]*(?:\d+[.)]|[-*+•])[ \t]+([\w'-]+)[ \t]*$")
 _COUNT_SENTENCE = re.compile(r"(?i:\b(?:so|therefore|thus|altogether|in\s+total|total|i\s+have"
-                             r"|there\s+are|that\s+makes|we\s+have)\b)")
+                             r"|there\s+are|that\s+makes|we\s+have|you\s+have)\b)")
+_LABELS = frozenset(("Yes", "No", "True", "False", "valid", "invalid"))
 
 
 def _closing(lines: list[str]) -> str:
@@ -208,10 +209,14 @@ def _closing(lines: list[str]) -> str:
             _LIST_ITEM.match(line) for line in lines[-len(items):]):
         return " ".join(item.lower() for item in items)
     sentence = re.split(r"(?<=[.!?。])\s+", lines[-1].strip())[-1]
+    bare = normalize_freeform(sentence)
+    if bare in _LABELS:
+        return bare  # "Does Gwenn tell the truth? Yes."
     label = closing_label(sentence)
     if label is not None:
         return label
-    if _COUNT_SENTENCE.search(sentence):
+    if _COUNT_SENTENCE.search(sentence) and not hedged(sentence) and not re.search(
+            r"(?i:\beither\b)", sentence):
         counted = re.sub(r"(?i)\b(?:a|one)\s+dozen\b", "12", sentence)
         value = concluded_number(normalize_numerals(words_to_digits(counted)))
         if value is not None:

@@ -8,7 +8,7 @@ from fractions import Fraction
 from typing import Any
 
 from ._closing import closing_answer
-from ._commit import (CORRECTION, DECLARED, HEDGE, Candidate, box_rank, commit, committed_clause,
+from ._commit import (DECLARED, HEDGE, RETRACTION, Candidate, box_rank, commit, committed_clause,
                       rank)
 from ._registry import POSTPROCESSORS
 from ._text import FOREIGN_CUE, as_text, prepare, span_after
@@ -235,7 +235,7 @@ def math_postprocess_v2(text: Any) -> str:
                    key=lambda c: c.start)
     if cands:
         tail = reply[cands[-1].end:]
-        if CORRECTION.search(tail):
+        if RETRACTION.search(tail):
             # "\boxed{50}. Actually, I made a sign error: … so the sum is $-50$."
             value = closing_answer(tail)
             if value is not None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._commit import (CONCLUDING, DECLARED, HEDGE, Candidate, box_rank, commit, committed_clause,
-                      rank)
+from ._commit import (CONCLUDING, DECLARED, HEDGE, RETRACTION, Candidate, box_rank, commit,
+                      committed_clause, rank)
 from ._conclusion import concluded_number, concludes
 from ._numeric import (NEGATED, hedged, normalize_numerals, retraction_value, span_value,
                        words_to_digits)
@@ -21,18 +21,9 @@ _CUE = re.compile(
     r"(?:(?i:\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|would\s+be|should\s+be|must\s+be"
     r"|will\s+be|=|:)\s*[:：]?)|" + FOREIGN_CUE + ")"
 )
-# A visible change of mind after the answer was given ("12... wait, actually 14").
-# A plain "wait, let me check" is not one: what follows is a check, not a new answer.
-_RETRACT = re.compile(
-    r"(?i:\b(?:wait|hmm|hold\s+on|oh)\b[\s,.!…-]*"
-    r"(?:no\b|actually\b|I\s+made|that'?s\s+(?:wrong|not)"
-    r"|correction)|\b(?:correction|oops|scratch\s+that|on\s+second\s+thought"
-    r"|I\s+made\s+an?\s+(?:\w+\s+)?(?:mistake|error)|I\s+was\s+wrong)\b"
-    r"|(?:^|(?<=[.!?…\n]))[ \t]*actually\b)"
-)
 # The words an ASCII text needs for _CUE to match (see may_match).
 _CUE_WORDS = ("answer", *FOREIGN_CUE_WORDS)
-# Words each _RETRACT alternative needs (see may_match).
+# Words each RETRACTION alternative needs (see may_match).
 _RETRACT_WORDS = ("wait", "hmm", "hold", "oh", "correction", "oops", "scratch", "second",
                   "made", "wrong", "actually")
 # Verification the model adds after working out its answer; its numbers are not answers.
@@ -81,7 +72,7 @@ def _statements(text: str) -> list[Candidate]:
     if not found:
         return []
     first = min(c[0] for c in found)
-    retractions = _RETRACT.finditer(text, first) if may_match(text, _RETRACT_WORDS) else ()
+    retractions = RETRACTION.finditer(text, first) if may_match(text, _RETRACT_WORDS) else ()
     for m in retractions:
         # A retraction may run over a sentence break ("I made a mistake. It is 14."),
         # so it reads to the end of the line, unless an explicit answer on that line
