@@ -25,8 +25,10 @@ _HEDGE = re.compile(r"\bor\b|或|\bou\b|\bo\b|\boder\b|\bили\b")
 _UNCOMMITTED = re.compile(
     r"(?i:\b(?:could|might|may|would|perhaps|maybe|possibly|probably|suppose|supposing"
     r"|assume|assuming|if|let's|let\s+us|try|trying|whether|need\s+to|check|verify"
-    r"|left|remaining\s+to|next|not|cannot|never|no\s+longer)\b|n't\b|^step\s*\d)"
-    r"|\?\s*$|如果|假设|不是|不能|^si\b")
+    r"|left|remaining\s+to|next|not|cannot|never|no\s+longer)\b|n't\b)|如果|假设|不是|不能")
+_UNCOMMITTED_LINE = re.compile(r"(?i:^step\s*\d|^si\b|^suppose\b|^if\b)|\?\s*$")
+# Where the clause that states the closing value begins: "…, not $+1$, so the sum is $-50$".
+_CLAUSE = re.compile(r"[,;:]\s|\b(?:so|thus|hence|therefore)\b|所以|因此")
 _FENCE = re.compile(r"^\s*```")
 # The verb that introduces the answer in a closing sentence.
 _COPULA = re.compile(
@@ -68,7 +70,10 @@ def closing_answer(reply: str) -> str | None:
     if looks_truncated(reply):
         return None
     line = _CLOSING_PUNCT.sub("", _LEAD.sub("", _MARKUP.sub("", _last_line(reply))))
-    if (not line or len(line) > 160 or _HEDGE.search(line) or _UNCOMMITTED.search(line)
+    clauses = [m.end() for m in _CLAUSE.finditer(line)]
+    clause = line[clauses[-1]:] if clauses else line
+    if (not line or len(line) > 160 or _HEDGE.search(line) or _UNCOMMITTED_LINE.search(line)
+            or _UNCOMMITTED.search(clause)
             or "\\boxed" in line or line.count("{") != line.count("}")):
         return None  # a box left open is a cut-off reply, not a closing statement
     math = _MATH_AT_END.search(line)

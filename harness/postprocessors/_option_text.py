@@ -207,19 +207,39 @@ _ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth e
 # Only a position named as the choice counts: "that's the second option", "the answer is
 # the second option", "I pick the last choice"; not "the first option is two weeks early".
 _ORDINAL = re.compile(
-    rf"(?:\b(?:that's|that\s+is|it's|it\s+is|answer\s+is|choose|pick|select|go\s+with)"
-    rf"\s+)(?:the\s+)?(?P<n>{'|'.join(_ORDINALS)}|last)\s+(?:option|choice|one\s+listed)\b",
+    rf"(?P<chosen>\b(?:that's|that\s+is|it's|it\s+is|answer\s+is|choose|pick|select|go\s+with)"
+    rf"\s+)?(?:the\s+)?(?P<n>{'|'.join(_ORDINALS)}|last)\s+(?:option|choice|one\s+listed)\b",
     re.IGNORECASE)
 _ORDINAL_REJECTED = re.compile(r"\s+(?:is|seems|looks)\s+(?:wrong|incorrect|false|not)\b",
                                re.IGNORECASE)
+
+
+def _apposition(reply: str, start: int, m: re.Match[str]) -> bool:
+    """Whether the ordinal stands beside the answer it names: "…, the seventh option" or
+    "The second choice — the limousine is the oldest", not "Consider the second option"."""
+    before = reply[start:m.start()].rstrip()
+    return (before.endswith((",", "—", "–", ":")) if before
+            else bool(re.match(r"\s*[,—–:]", reply[m.end():])))
+
+
+def _last_sentence_start(reply: str) -> int:
+    breaks = [m.end() for m in re.finditer(r"[.!?](?=\s)|\n", reply.rstrip())]
+    return breaks[-1] if breaks else 0
 
 
 def ordinal_statements(reply: str, options: Mapping[str, str]) -> list[Candidate]:
     """Options named by position ("that's the second option") as answer statements."""
     letters = sorted(options)
     found = []
+    closing = _last_sentence_start(reply)
     for m in _ORDINAL.finditer(reply):
         if not committed_clause(reply, m.start()) or _ORDINAL_REJECTED.match(reply, m.end()):
+            continue
+        # Without "that's"/"I pick", only the closing sentence may name its choice by
+        # position ("…, the seventh option in the list."), and only without a negation.
+        if not m.group("chosen") and (m.start() < closing
+                                      or _NOT_A_CHOICE.search(reply[closing:])
+                                      or not _apposition(reply, closing, m)):
             continue
         n = m.group("n").lower()
         index = len(letters) - 1 if n == "last" else _ORDINALS.index(n)

@@ -15,12 +15,13 @@ from ._conclusion import concluded_number
 from ._labels import FOREIGN_LABELS, closing_label
 from ._numeric import hedged, normalize_numerals, span_value, words_to_digits, words_to_number
 from ._registry import POSTPROCESSORS
-from ._text import FOREIGN_CUE, looks_truncated, prepare, span_after
+from ._text import FOREIGN_CUE, appeal_proof, looks_truncated, prepare, span_after
 from .math import find_boxed
 from .options import ALL_LETTERS, choose_option, question_options
 
 
 @POSTPROCESSORS.register("bbh-mcq", "bbh_mcq_postprocess")
+@appeal_proof
 def bbh_mcq_postprocess(text: Any, test_item: Mapping[str, Any] | None = None) -> str:
     """The option letter of a BBH multiple-choice reply or gold (``'(C)'`` → ``'C'``).
 
@@ -142,6 +143,7 @@ def normalize_freeform(answer: str) -> Any:
 
 
 @POSTPROCESSORS.register("bbh-freeform", "bbh_freeform_postprocess")
+@appeal_proof
 def bbh_freeform_postprocess(text: Any) -> str:
     """The normalized free-form answer of a BBH reply or gold; '' if none.
 

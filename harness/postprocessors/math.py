@@ -11,7 +11,7 @@ from ._closing import closing_answer
 from ._commit import (DECLARED, HEDGE, RETRACTION, Candidate, box_rank, commit, committed_clause,
                       rank)
 from ._registry import POSTPROCESSORS
-from ._text import FOREIGN_CUE, as_text, prepare, span_after
+from ._text import FOREIGN_CUE, appeal_proof, as_text, prepare, span_after
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\b\s*")
 _BARE = re.compile(r"[^\s$]+")  # \boxed 5: up to a space or the closing $
@@ -212,6 +212,7 @@ def _box_answers(reply: str, boxes: list[tuple[int, int, str]]) -> list[Candidat
 
 
 @POSTPROCESSORS.register("math-boxed", "boxed", "math_postprocess_v2")
+@appeal_proof
 def math_postprocess_v2(text: Any) -> str:
     """The final answer of a MATH-style reply: its ``\\boxed{…}`` (nested braces,
     ``\\boxed 5``, ``\\fbox``) or a sentence stating it; '' when there is none.

@@ -11,8 +11,8 @@ from ._conclusion import concluded_number, concludes
 from ._numeric import (NEGATED, hedged, normalize_numerals, retraction_value, span_value,
                        words_to_digits)
 from ._registry import POSTPROCESSORS
-from ._text import (FOREIGN_CUE, FOREIGN_CUE_WORDS, LINE_END, as_text, looks_truncated, may_match,
-                    prepare, span_after)
+from ._text import (FOREIGN_CUE, FOREIGN_CUE_WORDS, LINE_END, appeal_proof, as_text,
+                    looks_truncated, may_match, prepare, span_after)
 from .math import find_boxed
 
 # GSM8K's answer marker, not a markdown heading ("#### Step 3") or a longer run of #.
@@ -87,6 +87,7 @@ def _statements(text: str) -> list[Candidate]:
 
 
 @POSTPROCESSORS.register("gsm8k", "gsm8k_postprocess")
+@appeal_proof
 def gsm8k_postprocess(text: Any) -> str:
     """The final numeric answer of a GSM8K-style reply, canonical (``'18'``); '' if none.
 

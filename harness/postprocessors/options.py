@@ -23,7 +23,7 @@ from typing import Any, Mapping
 from . import _letters, _option_text
 from ._commit import HEDGE, Candidate, commit
 from ._registry import POSTPROCESSORS
-from ._text import looks_truncated, prepare, span_after
+from ._text import appeal_proof, looks_truncated, prepare, span_after
 
 ALL_LETTERS = string.ascii_uppercase
 
@@ -152,6 +152,7 @@ def question_options(test_item: Mapping[str, Any] | None, options: str) -> dict[
 
 
 @POSTPROCESSORS.register("first-option", "first_option_postprocess")
+@appeal_proof
 def first_option_postprocess(text: Any, options: Any = "ABCD", cushion: bool = True,
                              test_item: Mapping[str, Any] | None = None) -> str:
     """The option letter the reply commits to, from ``options``; '' if none.
@@ -176,6 +177,7 @@ def first_option_postprocess(text: Any, options: Any = "ABCD", cushion: bool = T
 
 
 @POSTPROCESSORS.register("last-option", "last_option_postprocess")
+@appeal_proof
 def last_option_postprocess(text: Any, options: Any = "ABCD",
                             test_item: Mapping[str, Any] | None = None) -> str:
     """The last option-shaped letter from ``options`` in the reply; '' if none.
@@ -202,6 +204,7 @@ def last_option_postprocess(text: Any, options: Any = "ABCD",
 
 
 @POSTPROCESSORS.register("first-capital", "first_capital_postprocess")
+@appeal_proof
 def first_capital_postprocess(text: Any) -> str:
     """The first capital letter that stands as an option (``(B)``, ``B.``, "option B"…).
 
