@@ -24,12 +24,12 @@ from .helpers import model_cfg, write_arith, write_config
 ROOT = Path(__file__).resolve().parent.parent
 N = 20
 
-# B's postprocessor reads "N plus one" (fixing those replies) but takes the *first*
+# B's postprocessor reads "N plus a unit" (fixing those replies) but takes the *first*
 # number otherwise, which breaks replies that restate the question before the answer.
 PLUS_ONE_PP = '''
 import re
 def plus_one_pp(text):
-    match = re.search(r"(\\d+) plus one", text)
+    match = re.search(r"(\\d+) plus a unit", text)
     if match:
         return str(int(match.group(1)) + 1)
     numbers = re.findall(r"\\d+", text)
@@ -38,13 +38,13 @@ def plus_one_pp(text):
 
 
 def reply(body: dict) -> str:
-    """By ``a % 8``: 1, 5 "N-1 plus one" (fixed by B); 2 "a plus b makes N" (broken by
+    """By ``a % 8``: 1, 5 "N-1 plus a unit" (fixed by B); 2 "a plus b makes N" (broken by
     B); 3, 7 wrong for both; the rest plain and right for both."""
     text = body["messages"][-1]["content"]
     a, b = (int(x) for x in text.removeprefix("What is ").rstrip("?").split(" + "))
     n = a + b
     if a % 4 == 1:
-        return f"It is {n - 1} plus one."
+        return f"It is {n - 1} plus a unit."
     if a % 8 == 2:
         return f"{a} plus {b} makes {n}."
     return f"The answer is {n + (a % 4 == 3)}."
