@@ -63,7 +63,7 @@ async def test_cascade_details_show_both_layers(both, data, tmp_path):
     cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="cascade")
     await harness.evaluate(cfg, work_dir=tmp_path / "w")
     rows = details(tmp_path / "w")
-    rescued = rows[1]  # a = 1: "It is 2 plus one."
+    rescued = rows[1]  # a = 1: "It is 2 plus a unit."
     assert rescued["rule_evaluation"]["correct"] is False
     assert rescued["llm_evaluation"]["verdict"] == "A"
     assert rescued["llm_evaluation"]["llm_correct"] is True

@@ -107,7 +107,7 @@ def test_cascade_filter_counts(runs):
 
 def test_rule_only_breakdown_and_filters(runs):
     section = gather(runs[1])["sections"][0]
-    # "It is N plus one." extracts N: wrong for a % 4 == 1 without a judge.
+    # "It is N plus a unit." extracts N: wrong for a % 4 == 1 without a judge.
     assert bars(section) == {"correct": 12, "wrong": 10, "extract_failed": 1, "error": 1}
     assert filters(section) == {"all": N, "wrong": 11, "extract": 1, "errors": 1}
 
@@ -116,7 +116,7 @@ def test_sample_view_shows_prompt_reply_answer_reference_and_judge(runs):
     samples = gather(runs[0])["sections"][0]["samples"]
     rescued = next(s for s in samples if s["index"] == 1)
     assert rescued["prompt"] == [{"role": "user", "content": "What is 1 + 2?"}]
-    assert rescued["reply"] == "It is 2 plus one." and rescued["pred"] == "2"
+    assert rescued["reply"] == "It is 2 plus a unit." and rescued["pred"] == "2"
     assert rescued["reference"] == "3" and rescued["cat"] == "judge_rescued"
     assert rescued["rule"] == {"correct": False, "pred": "2"}
     assert rescued["judge"]["verdict"] == "A" and rescued["judge"]["reply"] == "A"

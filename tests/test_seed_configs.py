@@ -23,13 +23,13 @@ def reply(body: dict) -> str:
         gold = re.search(r"(?:Gold Target Begin>: \n|Reference Answer: )(\S+)", text).group(1)
         pred = re.search(r"(?:Predicted Answer Begin>: \n|Model Response: )(.*?)(?:\n|$)",
                          text).group(1)
-        plus = re.search(r"(\d+) plus one", pred)
+        plus = re.search(r"(\d+) plus a unit", pred)
         value = str(int(plus.group(1)) + 1) if plus else (re.findall(r"\d+", pred) or [""])[-1]
         return "A" if value == gold else "B"
     a, b = map(int, re.search(r"(\d+) \+ (\d+)", text).groups())
     n = a + b
     if a % 3 == 1:
-        return f"The total is {n - 1} plus one apples."
+        return f"The total is {n - 1} plus a unit apples."
     return f"So the answer is $\\boxed{{{n + (a % 3 == 2)}}}$."
 
 
@@ -59,7 +59,7 @@ async def test_seed_aime_cascade_config_runs_by_changing_imports(server, tmp_pat
     assert stats["parallel_mode"] is False
     assert stats["rule_correct"] == 4          # a % 3 == 0
     assert stats["llm_evaluated"] == 8         # only rule failures are judged
-    assert stats["llm_correct"] == 4           # the "plus one" answers
+    assert stats["llm_correct"] == 4           # the "plus a unit" answers
     assert result["correct"] == 8 and result["accuracy"] == pytest.approx(800 / 12)
     judged = [r for r in server.requests if r["model"] == "judge-model"]
     assert len(judged) == 8

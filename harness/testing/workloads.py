@@ -57,14 +57,14 @@ _PRED = re.compile(r"<Predicted Answer Begin>\n(.*)\n<Predicted End>", re.DOTALL
 
 def cascade_reply(body: dict[str, Any]) -> str:
     """Model replies by ``a % 4``: 0, 2 plain and right; 1 right in a form rules miss
-    ("N-1 plus one"); 3 wrong."""
+    ("N-1 plus a unit"); 3 wrong."""
     match = _QUESTION.search(echo_last_user(body))
     if not match:
         return "I do not know."
     a, b = int(match.group(1)), int(match.group(2))
     n = a + b
     if a % 4 == 1:
-        return f"It is {n - 1} plus one."
+        return f"It is {n - 1} plus a unit."
     return f"The answer is {n + (a % 4 == 3)}."
 
 
@@ -78,7 +78,7 @@ def fake_judge(body: dict[str, Any]) -> str:
     if not gold or not pred:
         return "B"
     g, p = gold.group(1), pred.group(1)
-    plus = re.search(r"(\d+) plus one", p)
+    plus = re.search(r"(\d+) plus a unit", p)
     value = str(int(plus.group(1)) + 1) if plus else (re.findall(r"\d+", p) or [""])[-1]
     return "A" if value == g else "B"
 
