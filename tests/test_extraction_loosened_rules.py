@@ -107,10 +107,13 @@ GSM8K_CONCLUSION = [
      "Their combined weight is 623 pounds.", "623"),
     ("markdown-step-headings", "### Step 1\nCompute 9*2 = 18.\n### Step 2\nSo she makes $18.",
      "18"),
+    ("dash-as-minus", "They lost 7 games, so they won 22 – 7 = 15 games.", "15"),
 ]
 GSM8K_REFUSED = [
     ("hedge-in-answer-statement", "The answer is 18 or 20."),
     ("parenthetical-alternative", "**Final answer:** 200 feet (or 800 feet, from the gem)."),
+    ("range", "90 / 7.5 = 12 years.\n\nSo it will take about 12–13 years, somewhere between "
+              "12 and 13."),
     ("truncated-mid-calculation", "She sells 16 - 3 - 4 = 9 eggs, so she makes 9 *"),
     ("only-in-unclosed-think", "<think>9 * 2 = 18, so 18."),
     ("conclusion-after-box-cut-off",

@@ -5,11 +5,15 @@ a grader takes 18, not the last number: the closing sentence only restates a giv
 :func:`concluded_number` reads the way the grader does:
 
 1. Sentences at the end that bring no new number and compute nothing ("She has 5 left",
-   when 5 came up before) restate; they are passed over.
-2. The sentence reached gives its result: the number after its last ``=``, or else its
-   last number not seen before in the reply ("so they won 15 of the 22 games" → 15).
-3. A number named only to be rejected ("45, not 135") never counts; neither does an
-   aside on a line of its own in parentheses.
+   when 5 came up before as a given) restate; they are passed over. One that repeats a
+   single result ("His profit is 20 dollars." after "= $20") or concludes ("Total: 9")
+   is the answer.
+2. The sentence reached gives its result: after its last concluding word if it has one
+   ("…, so she makes $18 a day"), the number after its last ``=`` or its last number
+   not seen before, whichever comes later ("so they won 15 of the 22 games" → 15).
+3. A number named only to be rejected ("45, not 135", "20 would be wrong") never
+   counts; neither does an aside on a line of its own in parentheses. A sentence that
+   hedges ("18 or 20", "about 12–13 years") gives no answer at all.
 """
 
 from __future__ import annotations
@@ -26,7 +30,10 @@ _CONTRAST = re.compile(r"(?i:\bbut\s+(?:it|that|the\s+\w+)\s+(?:is|was|'s)\s+\$?
 # "20 would be wrong": a number named to be rejected, after it.
 _WRONG = re.compile(r"(-?\d+(?:\.\d+)?)\s+(?:would\s+be|is|was)\s+(?:wrong|incorrect|not\s+right)",
                     re.IGNORECASE)
-_RANGE = re.compile(r"\d\s*[–—]\s*\d|\bbetween\s+\$?\d[\d.]*\s+and\s+\$?\d", re.IGNORECASE)
+# "about 12–13 years", "somewhere between 12 and 13": a range, not an answer ("22 – 7 = 15"
+# with a dash for minus is a computation).
+_RANGE = re.compile(r"\b(?:about|around|approximately|roughly|somewhere|maybe)\b[^.\n]*?\d\s*"
+                    r"(?:[–—-]|to)\s*\$?\d|\bbetween\s+\$?\d[\d.]*\s+and\s+\$?\d", re.IGNORECASE)
 _CONCLUSION = re.compile(
     r"(?i:\b(?:so|therefore|thus|hence|altogether|overall|in\s+total|in\s+all|all\s+told"
     r"|total(?:\s+is|:)?|that\s+means|which\s+means|this\s+means|finally)\b)")
