@@ -5,18 +5,15 @@ sample: rows are matched by ``(index, replica)`` from the details JSONL, and onl
 samples scored in both runs count (a model error in either is left out and counted
 as unmatched).
 
-**The interval is paired.** For the n matched samples let ``d_i = b_i - a_i`` where
-``a_i, b_i`` are 1 for correct and 0 for wrong, so ``d_i`` is +1 for a fixed sample,
--1 for a broken one and 0 otherwise. The accuracy difference is the mean
-``d̄ = (fixed - broken) / n``, and its 95% interval is the normal one over the
-per-sample differences::
-
-    d̄ ± 1.96 · s_d / √n,   s_d² = Σ (d_i - d̄)² / (n - 1) = (fixed + broken - n·d̄²) / (n - 1)
-
-Because both runs score the same samples, only the samples that changed carry
-variance; two independent intervals would count the variation between samples twice
-and be far wider. With fewer than two pairs there is no interval (``None``). Numbers
-are in percentage points.
+**The interval is paired.** Both runs score the same samples, so only the samples that
+changed verdict carry the difference: with ``both`` samples right in both runs,
+``fixed`` right only in B, ``broken`` right only in A and ``n`` in all, the accuracy
+difference is ``(fixed - broken) / n``. Its 95% interval is Newcombe's hybrid score
+interval for paired proportions (Newcombe 1998, method 10): the Wilson intervals of the
+two accuracies, combined through the correlation of the paired verdicts. Unlike the
+normal (Wald) interval it stays within ±100 points and keeps its coverage when few
+samples changed or an accuracy is near 0 or 100%. Numbers are in percentage points; no
+samples in common, no interval (``None``).
 """
 
 from __future__ import annotations
@@ -27,22 +24,33 @@ from pathlib import Path
 from typing import Any
 
 from .paths import details_path
+from .results import wilson_bounds
 from .report.workdir import iter_details, load_summaries
 
-#: The two-sided 95% normal quantile.
-Z95 = 1.959963984540054
 _SCORED = frozenset({"ok", "extract_failed", "timeout"})
 _PRED_CHARS = 200
 
 
-def paired_interval(fixed: int, broken: int, n: int) -> list[float] | None:
-    """95% normal interval, in points, for the paired accuracy difference (see above)."""
-    if n < 2:
+def paired_interval(fixed: int, broken: int, both: int, n: int) -> list[float] | None:
+    """95% interval, in points, for the paired accuracy difference B − A (see above)."""
+    if n < 1:
         return None
-    mean = (fixed - broken) / n
-    var = max(0.0, (fixed + broken - n * mean * mean) / (n - 1))
-    half = Z95 * math.sqrt(var / n)
-    return [100 * (mean - half), 100 * (mean + half)]
+    neither = n - fixed - broken - both
+    p_b, p_a = (both + fixed) / n, (both + broken) / n
+    low_b, high_b = wilson_bounds(both + fixed, n)
+    low_a, high_a = wilson_bounds(both + broken, n)
+    # The correlation of the paired verdicts, continuity-corrected as Newcombe does.
+    cross = both * neither - fixed * broken
+    denom = math.sqrt((both + fixed) * (neither + broken) * (both + broken) * (neither + fixed))
+    phi = 0.0
+    if denom:
+        phi = (max(cross - n / 2, 0.0) if cross > 0 else cross) / denom
+    diff = p_b - p_a
+    below = (p_b - low_b) ** 2 - 2 * phi * (p_b - low_b) * (high_a - p_a) + (high_a - p_a) ** 2
+    above = (high_b - p_b) ** 2 - 2 * phi * (high_b - p_b) * (p_a - low_a) + (p_a - low_a) ** 2
+    low = max(-1.0, diff - math.sqrt(max(0.0, below)))
+    high = min(1.0, diff + math.sqrt(max(0.0, above)))
+    return [round(100 * low, 4), round(100 * high, 4)]
 
 
 def load_verdicts(path: Path) -> dict[tuple[int, int], tuple[Any, bool]]:
@@ -82,7 +90,7 @@ def compare_verdicts(a: dict[tuple[int, int], tuple[Any, bool]],
         "accuracy_a": 100 * correct_a / n if n else None,
         "accuracy_b": 100 * correct_b / n if n else None,
         "difference": 100 * (fixed - broken) / n if n else None,
-        "ci95": paired_interval(fixed, broken, n), "changed": changed,
+        "ci95": paired_interval(fixed, broken, correct_a - broken, n), "changed": changed,
     }
 
 
@@ -115,7 +123,7 @@ def format_text(result: dict[str, Any], max_changed: int = 200) -> str:
         if not p["paired"]:
             continue
         ci = p["ci95"]
-        ci_text = f"95% CI {ci[0]:+.2f} to {ci[1]:+.2f}" if ci else "no interval for n < 2"
+        ci_text = f"95% CI {ci[0]:+.2f} to {ci[1]:+.2f}" if ci else "no samples in common"
         lines.append(f"  accuracy A {p['accuracy_a']:.2f}%  B {p['accuracy_b']:.2f}%  "
                      f"difference {p['difference']:+.2f} points ({ci_text}, paired)")
         lines.append(f"  fixed {p['fixed']}  broken {p['broken']}  unchanged {p['unchanged']}")

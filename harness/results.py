@@ -245,15 +245,21 @@ def mean_interval(values: list[float], z: float = 1.959963984540054) -> list[flo
     return [round(100 * max(0.0, mean - half), 2), round(100 * min(1.0, mean + half), 2)]
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> list[float] | None:
-    """95% Wilson score interval for a proportion, in percent (``None`` when n = 0)."""
-    if n == 0:
-        return None
+def wilson_bounds(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """The Wilson score interval of a proportion, as fractions (n > 0)."""
     p = successes / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return [round(100 * max(0.0, centre - half), 2), round(100 * min(1.0, centre + half), 2)]
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> list[float] | None:
+    """95% Wilson score interval for a proportion, in percent (``None`` when n = 0)."""
+    if n == 0:
+        return None
+    low, high = wilson_bounds(successes, n, z)
+    return [round(100 * low, 2), round(100 * high, 2)]
 
 
 def keeps_previous(summary: dict[str, Any], previous: dict[str, Any] | None) -> bool:

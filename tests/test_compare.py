@@ -90,15 +90,37 @@ def test_counts_difference_and_paired_interval(two_runs):
     assert pair["accuracy_a"] == pytest.approx(50.0)  # a % 4 in (0, 2)
     assert pair["accuracy_b"] == pytest.approx(60.0)
     assert pair["difference"] == pytest.approx(10.0)
-    # d̄ = 0.1, s² = (8 - 20·0.01)/19, half-width 1.96·√(s²/20) = 0.2808
-    assert pair["ci95"] == pytest.approx([-18.0804, 38.0804], abs=1e-3)
+    # A is right on 10 of 20, 3 of them broken by B, so 7 are right in both runs.
+    assert pair["ci95"] == paired_interval(5, 3, 7, N)
+    assert pair["ci95"][0] < 10.0 < pair["ci95"][1]
 
 
-def test_paired_interval_by_hand():
-    # d = three +1, one -1, six 0: d̄ = 0.2, s² = (4 - 10·0.04)/9 = 0.4, se = 0.2.
-    assert paired_interval(3, 1, 10) == pytest.approx([-19.1993, 59.1993], abs=1e-3)
-    assert paired_interval(0, 0, 10) == [0.0, 0.0]  # identical runs: no uncertainty
-    assert paired_interval(1, 0, 1) is None
+def test_paired_interval_stays_in_range_and_holds_the_difference():
+    # The case a normal interval got wrong: +83.33 with a CI running to +116.
+    low, high = paired_interval(fixed=5, broken=0, both=1, n=6)
+    assert -100 <= low < 83.33 < high <= 100
+    for fixed, broken, both, n in [(3, 1, 4, 10), (0, 0, 10, 10), (0, 0, 0, 10), (10, 0, 0, 10),
+                                   (0, 10, 0, 10), (40, 2, 300, 500), (1, 0, 0, 1)]:
+        low, high = paired_interval(fixed, broken, both, n)
+        diff = 100 * (fixed - broken) / n
+        assert -100 <= low <= diff <= high <= 100
+    assert paired_interval(0, 0, 0, 0) is None
+
+
+def test_paired_interval_narrows_with_more_samples_and_widens_with_more_changes():
+    small = paired_interval(4, 1, 45, 100)
+    large = paired_interval(40, 10, 450, 1000)
+    assert large[1] - large[0] < small[1] - small[0]
+    few = paired_interval(4, 1, 45, 100)
+    many = paired_interval(24, 21, 25, 100)  # about the same difference, far more churn
+    assert many[1] - many[0] > few[1] - few[0]
+
+
+def test_paired_interval_is_antisymmetric_in_the_two_runs():
+    for fixed, broken, both, n in [(3, 1, 4, 10), (40, 2, 300, 500), (5, 0, 1, 6)]:
+        low, high = paired_interval(fixed, broken, both, n)
+        back_low, back_high = paired_interval(broken, fixed, both, n)
+        assert (back_low, back_high) == pytest.approx((-high, -low))
 
 
 def test_unscored_and_missing_samples_are_left_out():
@@ -119,7 +141,7 @@ def test_replicas_are_matched_separately():
 def test_text_output_lists_changes(two_runs):
     text = format_text(compare_dirs(*two_runs))
     assert "fake / arith: 20 samples paired by (index, replica)" in text
-    assert "difference +10.00 points (95% CI -18.08 to +38.08, paired)" in text
+    assert "difference +10.00 points (95% CI -17.76 to +35.63, paired)" in text
     assert "fixed 5  broken 3  unchanged 12" in text
     assert len([line for line in text.splitlines() if line.endswith(("right", "wrong"))]) == 8
     short = format_text(compare_dirs(*two_runs), max_changed=2)
