@@ -25,8 +25,9 @@ compatibility forms, look-alikes, case, marks and invisible characters undone) a
 compared on its letters and digits only, so spacing and punctuation inside it do not
 matter (``<P r e d i c t e d  E n d>``, ``<Predicted.End>``). It is
 
-- a marker's phrase in a pair of brackets of any kind, with any spacing, or next to
-  one bracket (``<Predicted End``, ``Predicted End>``);
+- a marker's phrase in a pair of brackets of any kind, with any spacing (and a slip or
+  two in a long one: ``<Pred1cted End>``), or next to one bracket (``<Predicted End``,
+  ``Predicted End>``);
 - a pair of brackets around a short phrase holding two of the template's words
   (``<End of Predicted Answer>``);
 - a label's words before a colon (``Final answer:``, ``**Gold**:``);
@@ -248,14 +249,35 @@ class Defuser:
 
     def _names_marker(self, inside: str) -> bool:
         """Whether a bracket pair around ``inside`` (folded) reads as a template marker:
-        its letters are a marker's, or it is a short phrase starting with a word and
-        holding two of the template's words."""
-        if _key(inside) in self._markers:
+        its letters are a marker's, but for a slip or two (``<Pred1cted End>``), or it is
+        a short phrase starting with a word and holding two of the template's words."""
+        key = _key(inside)
+        if any(_near(key, marker) for marker in self._markers):
             return True
         words = _WORDS.findall(inside)
         return ("\n" not in inside and len(words) <= 8
                 and re.match(r"\s*/?\s*[^\W\d_]", inside) is not None
                 and len(self._vocabulary.intersection(words)) >= 2)
+
+
+def _near(key: str, marker: str) -> bool:
+    """Whether ``key`` is ``marker`` but for a slip a reader reads past: none in a short
+    marker, one from six letters, two from ten (edits: insert, delete, replace)."""
+    allowed = 0 if len(marker) < 6 else 1 if len(marker) < 10 else 2
+    if abs(len(key) - len(marker)) > allowed:
+        return False
+    if allowed == 0 or key == marker:
+        return key == marker
+    previous = list(range(len(marker) + 1))
+    for i, char in enumerate(key, 1):
+        current = [i]
+        for j, other in enumerate(marker, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1,
+                               previous[j - 1] + (char != other)))
+        if min(current) > allowed:
+            return False
+        previous = current
+    return previous[-1] <= allowed
 
 
 def _label_span(text: str, first: int, colon: int) -> tuple[int, int]:
