@@ -205,6 +205,9 @@ def _heading_disguises(heading: str) -> dict[str, str]:
             "small capitals": f"{hashes} {words.translate(_SMALL_CAPS)}",
             "math bold": f"{hashes} {_bold(words)}",
             "references": "&#35;" * len(hashes) + f" {words}" + ("&#58;" if colon else ""),
+            "first word only": f"{hashes} {words.split()[0]}:",
+            "other words": f"{hashes} {words.split()[0]} (final)",
+            "no space": f"{hashes}{text}",
             "zero-width space": f"{hashes} {words[:2]}\u200b{words[2:]}"}
 
 

@@ -32,7 +32,9 @@ matter (``<P r e d i c t e d  E n d>``, ``<Predicted.End>``). It is
   (``<End of Predicted Answer>``);
 - a label's words before a colon (``Final answer:``, ``**Gold**:``);
 - a line holding nothing but a token's words, however decorated (``**Predicted End**``,
-  ``## Reference``, ``(Predicted End)``);
+  ``## Reference``, ``(Predicted End)``), and a short heading or bold line sharing a
+  word with one of the template's headings (``### Verdict:`` for ``### Verdict (A or
+  B):``);
 - any separator line of the kind the template has (a rule of any character, a fence).
 
 **Neutralised** in the prediction as written: a copy becomes ``(quoted: …)`` around its
@@ -119,6 +121,8 @@ _UNCLOSED_TAIL = re.compile(r"[^\S\n]*/?[^\S\n]*:?")
 _LABEL_GAP = re.compile(r"(?:[^\w\n:]|_){0,3}")  # between a label's words and its colon
 _LEAD = re.compile(r"[^\S\n]*(?P<hashes>#{1,6}[^\S\n]+)?(?P<em>\*\*|__)?[^\S\n]*")
 _LINE = re.compile(r"\S(?:[^\n]*\S)?")  # a line without the spaces around it
+# A heading or a bold line in a prediction: "###Verdict:", "**Verdict**:".
+_HEADING_LINE = re.compile(r"(?:#{1,6}|(?P<em>\*\*|__))(?P<text>[^#*_\n][^\n]*?)(?(em)(?P=em):?)")
 _LINE_COPY_MAX = 300  # longer lines are text, whatever their words
 # A copy can appear when the one inside it is neutralised ("[see <Gold Target> here]");
 # each level adds words, and past eight a bracketed phrase is text, so a few passes do.
@@ -185,6 +189,8 @@ class Defuser:
         self._separators = frozenset(t.key for t in tokens if t.kind == "rule")
         self._vocabulary = frozenset(w for t in tokens for w in t.words
                                      if len(w) >= 3 and w not in _COMMON)
+        self._heading_words = frozenset(w for t in tokens if t.kind == "line"
+                                        for w in t.words if w in self._vocabulary)
 
     def __call__(self, prediction: str) -> str:
         """``prediction`` with every copy of a token neutralised (see the module)."""
@@ -219,7 +225,8 @@ class Defuser:
             separator = self._separators and _RULE_LINE.fullmatch(content)
             if len(content) <= _LINE_COPY_MAX and (
                     _key(content) in self._lines
-                    or (separator and _separator(separator) in self._separators)):
+                    or (separator and _separator(separator) in self._separators)
+                    or self._names_heading(content)):
                 yield line.span()
         for colon in (m.start() for m in re.finditer(":", text)) if self._labels else ():
             first = scan.ending(colon, self._labels, _LABEL_GAP, whole_word=False)
@@ -246,6 +253,16 @@ class Defuser:
                 first = scan.ending(at, self._markers, _GAP, whole_word=True)
                 if first is not None:
                     yield first - (text[first - 1:first] == "/"), at + 1
+
+    def _names_heading(self, line: str) -> bool:
+        """Whether ``line`` (folded) is a heading or a bold line that reads as one of the
+        template's headings: a short one holding one of their words (``### Verdict:``
+        for ``### Verdict (A or B):``)."""
+        heading = self._heading_words and _HEADING_LINE.fullmatch(line)
+        if not heading:
+            return False
+        words = _WORDS.findall(heading.group("text"))
+        return len(words) <= 8 and not self._heading_words.isdisjoint(words)
 
     def _names_marker(self, inside: str) -> bool:
         """Whether a bracket pair around ``inside`` (folded) reads as a template marker:

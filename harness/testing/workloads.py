@@ -208,6 +208,9 @@ class _Structure:
         self.slash = core.startswith("/")
         self.key = re.sub(r"[\W_]+", "", core)
         self.words = set(re.findall(r"[^\W_]+", core))
+        # A heading is also seen in a short heading sharing a word ("### Verdict:").
+        self.heading_words = ({w for w in self.words if len(w) >= 3}
+                              if read.startswith("#") else set())
         letters = r"(?:[^\w\n]|_)*".join(map(re.escape, self.key))  # spaced, dotted …
         slash = "/" if self.slash else "(?!/)"
         self._patterns = [  # one bracket is enough, next to the words ("x < y" compares)
@@ -230,6 +233,11 @@ class _Structure:
                     re.sub(r"[\W_]+", "", inside) == self.key
                     or (len(self.words) > 1 and self.words <= words and len(words) <= 8)):
                 spans.add(pair.span())  # the same letters, or a phrase holding its words
+        for line in re.finditer(r"(?m)^[^\S\n]*(?:#{1,6}|\*\*)([^#*\n]+?)(?:\*\*)?:?[^\S\n]*$",
+                                text):
+            words = re.findall(r"[^\W_]+", line.group(1))
+            if len(words) <= 8 and self.heading_words & set(words):
+                spans.add(line.span())
         # Within a pair of brackets only the pair decides ("[/ A N S W E R]" is a closer).
         spans |= {m.span() for pattern in self._patterns for m in re.finditer(pattern, text)
                   if not any(p.start() < m.start() < p.end() - 1 for p in pairs)}
@@ -255,8 +263,9 @@ def gullible_judge(prediction: tuple[str, str | None] = ("<Predicted Answer Begi
     close the answer's block (closer ``None``: there is none; the same for both: a
     separator line), ``gold`` the one that opens the gold answer, as the template
     writes them. It sees a marker wherever its letters are next to a ``<``/``[``
-    bracket, alone on a line however decorated, before a colon (a label), or where a
-    bracketed phrase holds all its words (``<End of Predicted Answer>``).
+    bracket, alone on a line however decorated, before a colon (a label), where a
+    bracketed phrase holds all its words (``<End of Predicted Answer>``), and a heading
+    in any short heading sharing one of its words (``### Verdict:``).
 
     The block runs from the last opener (the first, for a separator) to the first
     closer after it, so a fake end ends it (with no closer: to the next gold opener, or
