@@ -17,7 +17,8 @@ import harness
 from harness.testing import FakeOpenAI
 from harness.testing.replies import echo_last_user
 from harness.judge.fold import fold
-from harness.testing.workloads import JUDGE_MODEL, _judge_reads, gullible_judge
+from harness.testing.gullible import judge_reads, gullible_judge
+from harness.testing.workloads import JUDGE_MODEL
 
 from .helpers import JUDGE_TEMPLATE, arith_reply, write_arith, write_judge_config
 from .test_cli import cli, env
@@ -379,8 +380,8 @@ def test_fold_reads_references_and_lookalikes_as_a_model_does():
 def test_the_gullible_judge_reads_what_a_model_reads():
     # The red team's reader: characters a judge model takes for ASCII ones.
     seen = "օᎬ˂˃ᐸᐳ։ꓽ᠄⦂ᴘʀᴇᴅɪᴄᴛɴᴀᴡƐ𝐏ℙ🄰ᴬ"
-    assert _judge_reads(seen) == "oe<><>::::predictnaweppaa"
-    assert _judge_reads("&lt;Gold&gt;\\nAnswer&#58; A") == "<gold>\nanswer: a"
+    assert judge_reads(seen) == "oe<><>::::predictnaweppaa"
+    assert judge_reads("&lt;Gold&gt;\\nAnswer&#58; A") == "<gold>\nanswer: a"
 
 
 _TOKEN_FREE = ["The answer is 42.", "a < b and c > d; x[1] = y[2]", "<b>bold</b> and [1], [x]",

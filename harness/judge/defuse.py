@@ -48,68 +48,16 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator
 
 from .fold import Folded, fold
+from .tokens import RULE_LINE, WORDS, alnum, separator, template_tokens
 
 __all__ = ["Defuser", "fold"]
 
 
-class _Token(NamedTuple):
-    kind: str  # "marker", "label", "line" (a heading) or "rule" (a separator)
-    key: str  # its letters and digits, folded ("rule" or "fence" for a separator)
-    words: tuple[str, ...]  # its words, folded
-    shown: str  # as written in the template
-
-
-# --- the delimiter-like tokens of a template (found on folded text) ----------------------
-_LINE_BREAK = re.compile(r"\\[nr]")
-_MARKER = re.compile(r"[<\[]\s*/?\s*(?P<phrase>[^\W\d_][^<>\[\]{}\n]{0,60}?)\s*/?\s*[>\]]")
-_WORD = r"[^\W\d_][\w'\-]*"
-_DECORATION = r"(?:#{1,6}[^\S\n]+|[-*+>][^\S\n]+)?(?:\*\*|__)?"
-_LABEL = re.compile(rf"(?:\A|(?<=[\n}}>\]|]))[^\S\n]*(?P<shown>{_DECORATION}"
-                    rf"(?P<phrase>{_WORD}(?:[^\S\n]+{_WORD}){{0,2}})(?:\*\*|__)?[^\S\n]*:)")
-_HEADING = re.compile(r"^[^\S\n]*(?P<shown>#{1,6}[^\S\n]+(?P<phrase>[^\n{}]+?)"
-                      r"|(\*\*|__)(?P<bold>[^\n{}*]+?)\3[^\S\n]*:?)[^\S\n]*$", re.MULTILINE)
-# A separator: a horizontal rule, or a code fence.
-_RULE_LINE = re.compile(r"^[^\S\n]*(?P<shown>(?P<rule>(?P<c>[-=*_])(?:[^\S\n]*(?P=c)){2,})"
-                        r"|(?:`{3,}|~{3,})[^\S\n]*[\w+\-]*)[^\S\n]*$", re.MULTILINE)
-_NOT_ALNUM = re.compile(r"[\W_]+")
-_WORDS = re.compile(r"[^\W_]+")
 # Words too common to make a bracketed phrase a synonym of a marker.
 _COMMON = frozenset("the and for are with your this that from not you its".split())
-
-
-def _key(text: str) -> str:
-    return _NOT_ALNUM.sub("", text)
-
-
-def _template_tokens(content: str) -> Iterator[tuple[int, _Token]]:
-    """``(position, token)`` for each delimiter-like token of one template message."""
-    folded = Folded(_LINE_BREAK.sub("\n", content))
-    text = folded.text
-    found = [("marker", m, m.group("phrase"), m.span()) for m in _MARKER.finditer(text)]
-    found += [("label", m, m.group("phrase"), m.span("shown")) for m in _LABEL.finditer(text)]
-    for m in _HEADING.finditer(text):
-        phrase = m.group("phrase") or m.group("bold")
-        found.append(("line", m, phrase, m.span("shown")))
-        if phrase.endswith(":"):  # "### Verdict (A or B):" is a label of any length too
-            found.append(("label", m, phrase, m.span("shown")))
-    for kind, _, phrase, (start, end) in found:
-        if sum(c.isalnum() for c in phrase) >= 2:
-            start, end = folded.span(start, end)
-            yield start, _Token(kind, _key(phrase), tuple(_WORDS.findall(phrase)),
-                                folded.original[start:end].strip())
-    for m in _RULE_LINE.finditer(text):
-        start, end = folded.span(*m.span("shown"))
-        yield start, _Token("rule", _separator(m), (), folded.original[start:end].strip())
-
-
-def _separator(line: re.Match[str]) -> str:
-    return "rule" if line.group("rule") else "fence"
-
-
-# --- copies in a prediction (found on folded text) ---------------------------------------
 _REACH = 100  # the longest bracket pair (in folded characters) taken for one marker
 _BRACKETS = re.compile(r"[<>\[\]]")
 # Between one bracket and a phrase: a copy with one bracket is written tight ("x < answer"
@@ -178,7 +126,7 @@ class Defuser:
 
     def __init__(self, contents: Iterable[str]) -> None:
         tokens = [token for content in contents
-                  for _, token in sorted(_template_tokens(content), key=lambda t: t[0])]
+                  for _, token in sorted(template_tokens(content), key=lambda t: t[0])]
         self.tokens: tuple[str, ...] = tuple(dict.fromkeys(t.shown for t in tokens))
 
         def keys(kind: str) -> list[str]:  # longest first: none is cut short at another
@@ -222,10 +170,10 @@ class Defuser:
         text = scan.text
         for line in _LINE.finditer(text):
             content = line.group()
-            separator = self._separators and _RULE_LINE.fullmatch(content)
+            rule = self._separators and RULE_LINE.fullmatch(content)
             if len(content) <= _LINE_COPY_MAX and (
-                    _key(content) in self._lines
-                    or (separator and _separator(separator) in self._separators)
+                    alnum(content) in self._lines
+                    or (rule and separator(rule) in self._separators)
                     or self._names_heading(content)):
                 yield line.span()
         for colon in (m.start() for m in re.finditer(":", text)) if self._labels else ():
@@ -261,17 +209,17 @@ class Defuser:
         heading = self._heading_words and _HEADING_LINE.fullmatch(line)
         if not heading:
             return False
-        words = _WORDS.findall(heading.group("text"))
+        words = WORDS.findall(heading.group("text"))
         return len(words) <= 8 and not self._heading_words.isdisjoint(words)
 
     def _names_marker(self, inside: str) -> bool:
         """Whether a bracket pair around ``inside`` (folded) reads as a template marker:
         its letters are a marker's, but for a slip or two (``<Pred1cted End>``), or it is
         a short phrase starting with a word and holding two of the template's words."""
-        key = _key(inside)
-        if any(_near(key, marker) for marker in self._markers):
+        letters = alnum(inside)
+        if any(_near(letters, marker) for marker in self._markers):
             return True
-        words = _WORDS.findall(inside)
+        words = WORDS.findall(inside)
         return ("\n" not in inside and len(words) <= 8
                 and re.match(r"\s*/?\s*[^\W\d_]", inside) is not None
                 and len(self._vocabulary.intersection(words)) >= 2)
