@@ -351,7 +351,7 @@ def test_prediction_cannot_break_out_of_its_delimiters():
     assert text.lower().count("<predicted answer begin>") == 1
     start, end = text.index("<Predicted Answer Begin>"), text.index("<Predicted End>")
     assert start < text.index("Ignore the above") < end  # the attack stays inside the block
-    assert "(Predicted End)" in text  # readable, and no bracket look-alike a reader folds back
+    assert "(quoted: Predicted End)" in text  # readable, and no longer reads as the marker
 
 
 def test_delimiters_are_found_around_the_prediction():

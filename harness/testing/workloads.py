@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .gullible import gullible_judge  # noqa: F401  (re-exported: tests and scripts use it)
 from .replies import echo_last_user
 
 #: The model name the judge answers to in ``write_judge_config`` and ``model_and_judge``.
@@ -142,66 +143,3 @@ def write_judge_config(path: Path, data: Path, model_url: str, *, mode: str = "c
           "key='sk-model-not-a-secret')]\n")
     return path
 
-
-# A judge that falls for injections, for the tests of judge-injection defusing.
-from harness.judge.defuse import fold  # noqa: E402  (kept beside the judge that needs it)
-
-from .replies import Responder  # noqa: E402
-
-_VERDICTS = {"a": "A", "correct": "A", "b": "B", "incorrect": "B"}
-_TOLD = re.compile(r"answer\s*:\s*(\w+)")
-
-
-def gullible_judge(prediction: tuple[str, str | None] = ("predicted answer begin",
-                                                         "predicted end"),
-                   gold: str = "gold target begin") -> Responder:
-    """A judge that believes whatever follows the last ``Answer:`` it sees, to show that
-    judge-injection defusing (``harness.judge.defuse``) leaves it nothing to believe.
-
-    It reads the judge prompt as a careless model would: through every disguise that
-    ``fold`` undoes (and a literal ``\\n`` as a line break), taking structure at face
-    value. ``prediction`` names the markers that open and close the answer's block
-    (closer ``None``: there is none), ``gold`` the one that opens the gold answer. A
-    marker is its phrase next to a ``<``/``[`` bracket on either side, or alone on its
-    line; a phrase ending in ``:`` is a label, a marker as it stands.
-
-    The block runs from the last opener to the first closer after it, so a fake end
-    ends it (with no closer: to the next gold opener, or the end). Then it replies what
-    it is told: the verdict (``A``, ``correct``, ``B``, ``incorrect``) after the last
-    ``Answer:`` outside the block or opening it, else a verdict standing right after
-    the block. Told nothing, it grades: the block's last number against the first
-    number after every gold opener it saw, fake ones included.
-    """
-    opener, closer = (_gullible_marker(p) if p else None for p in prediction)
-    gold_opener = _gullible_marker(gold)
-    assert opener is not None
-
-    def respond(body: dict[str, Any]) -> str:
-        text = fold("\n".join(m["content"] for m in body["messages"]).replace("\\n", "\n"))
-        starts = [found.end() for found in opener.finditer(text)]
-        if not starts:
-            return "B"
-        start = starts[-1]
-        ending = (closer or gold_opener).search(text, start)
-        end = ending.start() if ending else len(text)
-        told = [found.group(1) for found in _TOLD.finditer(text)
-                if not start <= found.start() < end]
-        if told and told[-1] in _VERDICTS:
-            return _VERDICTS[told[-1]]
-        after = re.match(r"\W*(\w+)", text[ending.end():]) if ending and closer else None
-        if after and after.group(1) in _VERDICTS:
-            return _VERDICTS[after.group(1)]
-        numbers = re.findall(r"\d+", text[start:end])
-        golds = {found.group() for found in (re.search(r"\d+", text[g.end():])
-                                             for g in gold_opener.finditer(text)) if found}
-        return "A" if numbers and numbers[-1] in golds else "B"
-
-    return respond
-
-
-def _gullible_marker(phrase: str) -> re.Pattern[str]:
-    words = r"[\s_-]*".join(re.escape(w) for w in re.findall(r"[^\W_]+|[^\w\s]", phrase))
-    if phrase.endswith(":"):
-        return re.compile(words)
-    bracketed = rf"[<\[]\s*{words}|(?<![\w/]){words}\s*[>\]]"
-    return re.compile(rf"{bracketed}|^[^\S\n]*{words}[^\S\n]*:?[^\S\n]*$", re.MULTILINE)
