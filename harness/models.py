@@ -21,13 +21,13 @@ a model's calls exactly as they limit a judge's: the same ``RateLimiter`` in the
 from __future__ import annotations
 
 import os
-import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .config_keys import check_keys, positive, within
 from .errors import ConfigError
 from .records import ModelSpec
+from .urls import endpoint_url
 
 #: Model-dict (and ``GenInferencer``) keys sent as generation parameters.
 GEN_KEYS = ("temperature", "top_p", "stop", "seed", "presence_penalty",
@@ -227,30 +227,6 @@ def _endpoint(cfg: Mapping[str, Any]) -> tuple[str, str] | None:
 def _base_url(cfg: Mapping[str, Any]) -> str | None:
     endpoint = _endpoint(cfg)
     return endpoint[1] if endpoint else None
-
-
-def endpoint_url(url: str, source: str) -> str:
-    """``url`` if it is an http(s) URL with a host, else a ``ConfigError`` naming
-    ``source`` (a config key, a flag or an environment variable) and the value.
-
-    Anything else would only fail at the first request, as a connection error retried
-    like a flaky network, and the run would end with every sample pending.
-    """
-    if _is_http_url(url):
-        return url
-    raise ConfigError(f"{url!r} is not an http(s) URL with a host; give the server's "
-                      "OpenAI-compatible base URL, such as http://localhost:8000/v1",
-                      field=source)
-
-
-def _is_http_url(url: str) -> bool:
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port  # a port that is not a number raises ValueError
-    except ValueError:
-        return False
-    return (parts.scheme in ("http", "https") and bool(parts.hostname) and port != 0
-            and not any(c.isspace() for c in url))
 
 
 def _from(url: str | None, source: str) -> str | None:

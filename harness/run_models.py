@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 from .errors import ConfigError, ModelCallError, PermanentModelError
 from .records import ModelSpec
 from .store import Store
+from .urls import redact_url
 
 # What the store keeps of a spec: everything a prediction key depends on, and the
 # name. Never the API key.
@@ -25,8 +26,11 @@ _RECORDED = ("abbr", "model", "base_url", "endpoint_id", "gen_params", "api")
 
 
 def spec_record(spec: ModelSpec) -> dict[str, Any]:
-    """The part of ``spec`` the work directory records (no API key)."""
-    return {name: getattr(spec, name) for name in _RECORDED}
+    """The part of ``spec`` the work directory records (no API key, and no secret of its
+    URL: see ``harness.urls``)."""
+    record = {name: getattr(spec, name) for name in _RECORDED}
+    record["base_url"] = redact_url(spec.base_url)
+    return record
 
 
 def spec_from_record(record: Mapping[str, Any]) -> ModelSpec:
@@ -76,7 +80,7 @@ async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
             stored = ", ".join(f"{r.abbr} ({r.model} at {r.identity()['endpoint']})"
                                for r in recorded)
             raise ConfigError(f"{where} holds no predictions of model {spec.model or '(any)'} "
-                              f"at {spec.base_url}; --mode eval re-scores stored predictions "
+                              f"at {redact_url(spec.base_url)}; --mode eval re-scores stored predictions "
                               f"(stored: {stored})", field="--mode")
         for r in [r for r in matches if r.abbr == spec.abbr] or matches:
             chosen.setdefault(r.abbr, r)
@@ -105,6 +109,6 @@ async def discover_name(spec: ModelSpec) -> ModelSpec:
     finally:
         await client.aclose()
     if not names:
-        raise PermanentModelError(f"{spec.base_url} serves no models; give --model",
+        raise PermanentModelError(f"{redact_url(spec.base_url)} serves no models; give --model",
                                   kind="not_found")
     return replace(spec, model=names[0], abbr=spec.abbr if spec.abbr != "model" else names[0])

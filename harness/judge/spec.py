@@ -22,9 +22,10 @@ from typing import Any, Mapping
 
 from ..config_keys import check_keys, within
 from ..errors import ConfigError
-from ..models import (ENDPOINT_KEYS, GEN_KEYS, INERT_MODEL_KEYS, MODEL_KEYS, endpoint_url,
-                      model_settings, model_spec)
+from ..models import (ENDPOINT_KEYS, GEN_KEYS, INERT_MODEL_KEYS, MODEL_KEYS, model_settings,
+                      model_spec)
 from ..records import ModelSpec
+from ..urls import endpoint_url
 from .verdict import CONSTRAINT_MODES, constraint_params
 
 #: ``judge_cfg`` keys beyond a model dict's (``rpm``, ``tpm`` and ``concurrency`` are
