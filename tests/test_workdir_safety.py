@@ -51,6 +51,31 @@ def test_plain_names_are_kept_and_changed_ones_do_not_collide():
     assert safe_name("a/b") != safe_name("a_b") and safe_name("..") not in ("..", ".", "")
 
 
+def test_long_names_fit_a_file_name_in_bytes_and_stay_distinct():
+    """A file name may have 255 bytes: 90 CJK characters are 270 (and 100 emoji 400)."""
+    names = ["字" * 86, "字" * 99, "字" * 100, "𠀀" * 100, "é" * 300, "a" * 300, "x" * 95 + "字" * 5]
+    safe = [safe_name(n) for n in names]
+    assert len(set(safe)) == len(names)
+    for name in safe:
+        assert len(f"{name}.jsonl.part".encode()) <= 255, name
+
+
+async def test_a_long_model_and_dataset_name_in_cjk_are_written(tmp_path):
+    model, dataset = "模型" * 45, "数据" * 45
+    cfg = write_config(tmp_path / "cfg.py", write_arith(tmp_path / "a.jsonl", N))
+    cfg.write_text(cfg.read_text().replace("abbr='arith'", f"abbr={dataset!r}"))
+    work = tmp_path / "w"
+    async with FakeOpenAI(responder=arith_reply, models=(model,)) as srv:
+        result = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(work), "-q", "--model-base-url", srv.base_url),
+            env=env(), check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    saved = json.loads((work / "results" / safe_name(model) / f"{safe_name(dataset)}.json")
+                       .read_text())
+    assert saved["correct"] == expected_correct(N) and saved["model"] == model
+    assert (work / "details" / safe_name(model) / f"{safe_name(dataset)}.jsonl").exists()
+
+
 def dead_url() -> str:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
