@@ -30,7 +30,7 @@ from .progress import Progress, print_progress
 from .records import ModelSpec, SampleResult
 from .paths import result_path
 from .results import summary_table, write_json
-from .run_models import discover_name, models_for_eval, spec_record
+from .run_models import discover_name, models_for_eval, spec_record, unique_abbrs
 from .store import Store
 from .validate import check_run_options, validate_dataset
 
@@ -151,7 +151,7 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
             starters[specs[0].abbr] = embedded.start
         else:
             specs = [await discover_name(s) for s in specs]
-        specs = _unique(specs)
+        specs = unique_abbrs(specs)
         if mode != "eval":
             await store.record_models(spec_record(s) for s in specs)
         progress.total = sum(n for d, n in rows.items() for s in specs
@@ -232,13 +232,3 @@ def _write_results(report: RunReport) -> None:
             current.append(summary)
     write_json(report.work_dir / "summary.json",
                {"elapsed_seconds": round(report.elapsed, 3), "results": current})
-
-
-def _unique(specs: list[ModelSpec]) -> list[ModelSpec]:
-    seen: dict[str, int] = {}
-    out = []
-    for spec in specs:
-        n = seen.get(spec.abbr, 0)
-        seen[spec.abbr] = n + 1
-        out.append(spec if n == 0 else replace(spec, abbr=f"{spec.abbr}-{n + 1}"))
-    return out

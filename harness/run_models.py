@@ -12,6 +12,7 @@ settles the rest against the work directory:
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
@@ -19,6 +20,8 @@ from .errors import ConfigError, ModelCallError, PermanentModelError
 from .records import ModelSpec
 from .store import Store
 from .urls import redact_url
+
+_log = logging.getLogger(__name__)
 
 # What the store keeps of a spec: everything a prediction key depends on, and the
 # name. Never the API key.
@@ -89,6 +92,29 @@ async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
 
 def _same_endpoint(recorded: ModelSpec, asked: ModelSpec) -> bool:
     return recorded.identity()["endpoint"] == replace(asked, model="").identity()["endpoint"]
+
+
+def unique_abbrs(specs: list[ModelSpec]) -> list[ModelSpec]:
+    """``specs`` with each ``abbr`` made unique: a repeated one gets the first free
+    ``-2``, ``-3`` … suffix that no other model uses (``m, m, m-2`` → ``m, m-3, m-2``),
+    with a warning, since the abbr names its results and its records in the store."""
+    taken = {spec.abbr for spec in specs}
+    seen: set[str] = set()
+    out = []
+    for spec in specs:
+        if spec.abbr in seen:
+            n = 2
+            while f"{spec.abbr}-{n}" in taken:
+                n += 1
+            renamed = f"{spec.abbr}-{n}"
+            _log.warning("two models share the abbr %r: the one at %s is named %r in "
+                         "results/ and details/ (give each model its own abbr)",
+                         spec.abbr, redact_url(spec.base_url), renamed)
+            taken.add(renamed)
+            spec = replace(spec, abbr=renamed)
+        seen.add(spec.abbr)
+        out.append(spec)
+    return out
 
 
 async def discover_name(spec: ModelSpec) -> ModelSpec:
