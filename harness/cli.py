@@ -176,9 +176,8 @@ def _run(args: argparse.Namespace) -> int:
     print(f"\nresults: {report.work_dir}/results  details: {report.work_dir}/details  "
           f"({report.elapsed:.1f}s)")
     print(f"report: python -m harness report {shlex.quote(str(report.work_dir))}")
-    for model, dataset in report.kept:
-        print(f"kept the earlier results of {model} on {dataset}, which got further than "
-              "this run (results/ and details/ are as they were)", file=sys.stderr)
+    for (model, dataset), kept in report.kept.items():
+        print(_kept_line(model, dataset, kept, report.result(dataset, model)), file=sys.stderr)
     if report.failed:
         print(f"INCOMPLETE: {report.failed} samples are pending, so no result above is "
               "final: each shows the range its accuracy lies in. See 'status' and "
@@ -187,6 +186,21 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  {line}", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     return EXIT_OK
+
+
+def _kept_line(model: str, dataset: str, kept: dict, own: dict) -> str:
+    """What a run that got less far than the results on disk left in place, and how to
+    let it replace them."""
+    from .paths import result_path
+    from .results import reach
+
+    def far(summary: dict) -> str:
+        scored, predicted = reach(summary)
+        return f"{scored} scored, {predicted} predicted"
+
+    return (f"kept the earlier results of {model} on {dataset}, which got further than this "
+            f"run ({far(kept)}; this run: {far(own)}): results/ and details/ are as they "
+            f"were. To replace them anyway, delete {result_path('', model, dataset)}")
 
 
 def _os_error_text(exc: OSError) -> str:

@@ -110,15 +110,36 @@ async def test_a_run_against_a_dead_endpoint_leaves_the_good_results(tmp_path):
     assert kept["complete"] and kept["correct"] == expected_correct(N)
 
 
-async def test_a_run_that_gets_as_far_replaces_the_results(tmp_path):
+async def test_a_run_on_fewer_samples_or_without_scores_leaves_the_results(tmp_path):
+    """Issue 13 point 7: a complete ``--limit`` run on fewer samples, or an ``--mode
+    infer`` run (nothing scored), got less far than a full scored run."""
     data = write_arith(tmp_path / "a.jsonl", N)
     work = tmp_path / "w"
     async with FakeOpenAI(responder=arith_reply) as srv:
         cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
         await anyio.run_process(cli("run", str(cfg), "-w", str(work), "-q"), env=env())
-        # A complete run on fewer samples is a result of its own: it replaces.
-        smaller = await anyio.run_process(
-            cli("run", str(cfg), "-w", str(work), "-q", "--limit", "3"), env=env())
-    assert smaller.returncode == 0 and b"kept the earlier" not in smaller.stderr
-    assert json.loads((work / "results/fake/arith.json").read_text())["total"] == 3
-    assert len((work / "details/fake/arith.jsonl").read_text().splitlines()) == 3
+        before = await snapshot(work)
+        for flags in (["--limit", "3"], ["--mode", "infer"]):
+            lesser = await anyio.run_process(
+                cli("run", str(cfg), "-w", str(work), "-q", *flags), env=env())
+            assert lesser.returncode == 0
+            assert (f"kept the earlier results of fake on arith, which got further than "
+                    f"this run ({N} scored, {N} predicted; this run: ") in lesser.stderr.decode()
+            assert await snapshot(work) == before, flags
+
+
+async def test_a_run_that_gets_as_far_replaces_the_results(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", N)
+    work = tmp_path / "w"
+    async with FakeOpenAI(responder=arith_reply) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        # Three predictions, then all, then all scored, then re-scored: each run got at
+        # least as far as the last.
+        for flags, total in ((["--mode", "infer", "--limit", "3"], 3), (["--mode", "infer"], N),
+                             (["--mode", "all"], N), (["--mode", "eval"], N)):
+            further = await anyio.run_process(
+                cli("run", str(cfg), "-w", str(work), "-q", *flags), env=env())
+            assert further.returncode == 0 and b"kept the earlier" not in further.stderr
+            saved = json.loads((work / "results/fake/arith.json").read_text())
+            assert saved["total"] == total and saved["mode"] == flags[1]
+            assert len((work / "details/fake/arith.jsonl").read_text().splitlines()) == total
