@@ -125,7 +125,7 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
     Leaving the block early cancels the run (stored results stay stored). After the
     block, ``run.report`` holds the summaries.
     """
-    check_run_options(concurrency, limit)
+    check_run_options(concurrency, limit, work_dir)
     run_config = _load(config, datasets, models)
     specs = resolve_models(run_config.models, overrides)
     rows = {d.abbr: validate_dataset(d, limit).rows * d.n for d in run_config.datasets}
