@@ -13,6 +13,7 @@ event loop, so harness embeds in any async program::
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -131,7 +132,8 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
     rows = {d.abbr: validate_dataset(d, limit).rows * d.n for d in run_config.datasets}
     # Without a work_dir, each config gets its own, so two configs never share a store.
     default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
-    work = Path(work_dir or run_config.work_dir or default)
+    # Resolved once: a symlink re-pointed during the run must not move its files.
+    work = Path(os.path.realpath(work_dir or run_config.work_dir or default))
     progress = progress or Progress()
     started = time.monotonic()
     async with contextlib.AsyncExitStack() as stack:
@@ -195,7 +197,9 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
             return  # the caller left early: no report for a partial run
         report = RunReport(work, pipeline.summaries(), pipeline.call_stats(),
                            time.monotonic() - started, pipeline.kept)
+        store.check_work_dir()
         _write_results(report)
+        store.check_work_dir()  # replaced while they were written: say so
         run.report = report
 
 

@@ -129,6 +129,17 @@ class Accumulator:
             tmp.unlink(missing_ok=True)
             self._offsets.clear()
 
+    def abandon(self) -> None:
+        """Close the details file without touching any path: the work directory's path
+        no longer leads to the directory the file is in (see ``Store.check_work_dir``)."""
+        if self._fh is not None:
+            fh, self._fh = self._fh, None
+            try:
+                fh.close()
+            except OSError:
+                pass  # discarded anyway
+            self._offsets.clear()
+
     def summary(self) -> dict[str, Any]:
         """The results JSON for this model and dataset.
 
