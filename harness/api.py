@@ -13,6 +13,7 @@ event loop, so harness embeds in any async program::
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,7 +31,7 @@ from .progress import Progress, print_progress
 from .records import ModelSpec, SampleResult
 from .paths import result_path
 from .results import summary_table, write_json
-from .run_models import discover_name, models_for_eval, spec_record
+from .run_models import discover_name, models_for_eval, spec_record, unique_abbrs
 from .store import Store
 from .validate import check_run_options, validate_dataset
 
@@ -125,13 +126,14 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
     Leaving the block early cancels the run (stored results stay stored). After the
     block, ``run.report`` holds the summaries.
     """
-    check_run_options(concurrency, limit)
+    check_run_options(concurrency, limit, work_dir)
     run_config = _load(config, datasets, models)
     specs = resolve_models(run_config.models, overrides)
     rows = {d.abbr: validate_dataset(d, limit).rows * d.n for d in run_config.datasets}
     # Without a work_dir, each config gets its own, so two configs never share a store.
     default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
-    work = Path(work_dir or run_config.work_dir or default)
+    # Resolved once: a symlink re-pointed during the run must not move its files.
+    work = Path(os.path.realpath(work_dir or run_config.work_dir or default))
     progress = progress or Progress()
     started = time.monotonic()
     async with contextlib.AsyncExitStack() as stack:
@@ -151,7 +153,7 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
             starters[specs[0].abbr] = embedded.start
         else:
             specs = [await discover_name(s) for s in specs]
-        specs = _unique(specs)
+        specs = unique_abbrs(specs)
         if mode != "eval":
             await store.record_models(spec_record(s) for s in specs)
         progress.total = sum(n for d, n in rows.items() for s in specs
@@ -195,7 +197,9 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
             return  # the caller left early: no report for a partial run
         report = RunReport(work, pipeline.summaries(), pipeline.call_stats(),
                            time.monotonic() - started, pipeline.kept)
+        store.check_work_dir()
         _write_results(report)
+        store.check_work_dir()  # replaced while they were written: say so
         run.report = report
 
 
@@ -232,13 +236,3 @@ def _write_results(report: RunReport) -> None:
             current.append(summary)
     write_json(report.work_dir / "summary.json",
                {"elapsed_seconds": round(report.elapsed, 3), "results": current})
-
-
-def _unique(specs: list[ModelSpec]) -> list[ModelSpec]:
-    seen: dict[str, int] = {}
-    out = []
-    for spec in specs:
-        n = seen.get(spec.abbr, 0)
-        seen[spec.abbr] = n + 1
-        out.append(spec if n == 0 else replace(spec, abbr=f"{spec.abbr}-{n + 1}"))
-    return out

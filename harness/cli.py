@@ -35,8 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--mode", choices=["all", "infer", "eval"], default="all",
                      help="all: predict and score; infer: only predict; eval: re-score "
                      "stored predictions with zero model requests")
-    run.add_argument("-c", "--concurrency", type=_positive(int), default=64,
-                     help="model calls in flight at once (default 64)")
+    run.add_argument("-c", "--concurrency", type=_positive(int, "MAX_CONCURRENCY"),
+                     default=64, help="model calls in flight at once (default 64, at "
+                     "most 10000)")
     run.add_argument("--limit", type=_positive(int),
                      help="only the first N samples of each dataset")
     run.add_argument("--model-base-url", help="OpenAI-compatible endpoint, e.g. "
@@ -45,9 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
                      "first one its /v1/models lists)")
     run.add_argument("--api-key-env", metavar="VAR",
                      help="name of the environment variable holding the API key")
-    run.add_argument("--timeout", type=_positive(float),
+    run.add_argument("--timeout", type=_positive(float, "MAX_TIMEOUT"),
                      help="seconds per attempt of a model call")
-    run.add_argument("--max-attempts", type=_positive(int),
+    run.add_argument("--max-attempts", type=_positive(int, "MAX_ATTEMPTS"),
                      help="attempts per model call (default 6)")
     run.add_argument("--reuse", action="store_true",
                      help="accepted for OpenCompass compatibility: stored predictions "
@@ -62,16 +63,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _positive(kind: type) -> Callable[[str], Any]:
+def _positive(kind: type, at_most: str | None = None) -> Callable[[str], Any]:
     """An argparse ``type``: the flag's value as a positive ``kind`` (``int`` or
-    ``float``), checked by the same rule as config values (``config_keys.positive``).
+    ``float``), at most the ``config_keys`` constant named ``at_most``, checked by the
+    same rule as config values (``config_keys.positive``).
 
     A bad value (``-c 0``, ``--timeout -1``, ``--max-attempts two``) is a usage error:
     exit 2, naming the flag, the value and what is allowed, before anything runs.
     """
 
     def parse(text: str) -> Any:
-        from .config_keys import positive as check
+        from . import config_keys
         from .errors import ConfigError
 
         try:
@@ -79,7 +81,8 @@ def _positive(kind: type) -> Callable[[str], Any]:
         except ValueError:
             value = text  # not a number at all: the check says what is allowed
         try:
-            return check(value, None, kind)
+            limit = getattr(config_keys, at_most) if at_most else None
+            return config_keys.positive(value, None, kind, limit)
         except ConfigError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -176,9 +179,8 @@ def _run(args: argparse.Namespace) -> int:
     print(f"\nresults: {report.work_dir}/results  details: {report.work_dir}/details  "
           f"({report.elapsed:.1f}s)")
     print(f"report: python -m harness report {shlex.quote(str(report.work_dir))}")
-    for model, dataset in report.kept:
-        print(f"kept the earlier results of {model} on {dataset}, which got further than "
-              "this run (results/ and details/ are as they were)", file=sys.stderr)
+    for (model, dataset), kept in report.kept.items():
+        print(_kept_line(model, dataset, kept, report.result(dataset, model)), file=sys.stderr)
     if report.failed:
         print(f"INCOMPLETE: {report.failed} samples are pending, so no result above is "
               "final: each shows the range its accuracy lies in. See 'status' and "
@@ -187,6 +189,21 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  {line}", file=sys.stderr)
         return EXIT_FAILED_SAMPLES
     return EXIT_OK
+
+
+def _kept_line(model: str, dataset: str, kept: dict, own: dict) -> str:
+    """What a run that got less far than the results on disk left in place, and how to
+    let it replace them."""
+    from .paths import result_path
+    from .results import reach
+
+    def far(summary: dict) -> str:
+        scored, predicted = reach(summary)
+        return f"{scored} scored, {predicted} predicted"
+
+    return (f"kept the earlier results of {model} on {dataset}, which got further than this "
+            f"run ({far(kept)}; this run: {far(own)}): results/ and details/ are as they "
+            f"were. To replace them anyway, delete {result_path('', model, dataset)}")
 
 
 def _os_error_text(exc: OSError) -> str:

@@ -20,6 +20,7 @@ from .prompt import as_text
 from .records import ModelSpec
 from .retry import BadResponse, CallStats, RetryPolicy, classify
 from .transport import make_transport
+from .urls import MASK, redact_text, redact_url
 
 Logprobs = tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...]
 
@@ -75,7 +76,7 @@ class ModelClient:
         self._transport = make_transport(spec.transport, spec.base_url, spec.api_key,
                                          spec.timeout, concurrency)
         # Names the endpoint in error messages (redacted like everything else there).
-        self._description = f"{role} {spec.model!r} at {spec.base_url}"
+        self._description = f"{role} {spec.model!r} at {redact_url(spec.base_url)}"
         # Stops every call once the endpoint looks down (see ``harness.breaker``); its
         # probe sends again the last request that was answered.
         self.breaker = CircuitBreaker(self._description, breaker, self._probe)
@@ -179,9 +180,11 @@ class ModelClient:
                          attempts=exc.attempts, cause=self.redact(exc.cause))
 
     def redact(self, text: str) -> str:
-        """``text`` with this client's API key removed (errors may echo request data)."""
+        """``text`` with this client's API key and the secrets of its URL removed
+        (errors may echo request data)."""
         key = self.spec.api_key
-        return text.replace(key, "***") if key and len(key) >= 4 else text
+        text = text.replace(key, MASK) if key and len(key) >= 4 else text
+        return redact_text(text, self.spec.base_url)
 
 
 class UsableReply(BadResponse):

@@ -18,10 +18,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .config_keys import check_keys, construct, positive, within
+from .config_keys import check_keys, construct, directory, positive, within
 from .dataset import CustomDataset, find_data_file, parse_range
 from .errors import ConfigError
 from .evaluators import BaseEvaluator, build_evaluator
+from .gen_params import check_gen_params
 from .models import GEN_KEYS, TOKEN_LIMIT_KEYS, model_settings
 from .postprocessors import build_postprocessor
 from .prompt import RawPromptTemplate
@@ -70,6 +71,8 @@ class GenInferencer:
         if stopping_criteria:
             _only_one(self.gen_kwargs, "stopping_criteria", "stop")
             self.gen_kwargs["stop"] = _strings(stopping_criteria, "stopping_criteria")
+        check_gen_params(self.gen_kwargs,
+                         given_as={"stop": "stopping_criteria"} if stopping_criteria else None)
         self.max_out_len = max_out_len
 
     def gen_params(self) -> dict[str, Any]:
@@ -177,7 +180,9 @@ def config_from_namespace(namespace: Mapping[str, Any], path: Path | None = None
         # Checked now, with the file to name, though the endpoint is resolved later.
         with within(f"models[{i}]", _s(path)):
             model_settings(model)
-    return RunConfig(datasets, list(models), namespace.get("work_dir"), path)
+    with within("work_dir", _s(path)):
+        work_dir = directory(namespace.get("work_dir"), None)
+    return RunConfig(datasets, list(models), work_dir, path)
 
 
 def build_dataset(cfg: Mapping[str, Any], where: str, base: Path,
@@ -211,6 +216,7 @@ def _dataset(cfg: Any, base: Path) -> DatasetSpec:
         evaluator = _guarded("evaluator", build_evaluator, eval_cfg)
     n = positive(cfg.get("n", 1), "n", int)
     abbr = str(cfg.get("abbr") or Path(str(cfg["path"])).stem)
+    _check_reference(evaluator, output_column, abbr)
     return DatasetSpec(abbr, reader, columns, output_column, template, inferencer.gen_params(),
                        pred_pp, ref_pp, evaluator, n, test_range, skip)
 
@@ -250,6 +256,26 @@ def _reader_settings(reader_cfg: Mapping[str, Any]) -> tuple[tuple[str, ...], st
     except ValueError as exc:
         raise ConfigError(str(exc), field="test_range") from exc
     return tuple(columns), output, test_range, skip
+
+
+def _check_reference(evaluator: BaseEvaluator | None, output_column: str | None,
+                     abbr: str) -> None:
+    """An evaluator compares each prediction with a reference: without ``output_column``
+    every reference would be empty and every sample wrong. Only a judge whose template
+    asks for no reference (``{reference}``, ``{obj_gold}``) grades without one."""
+    from .judge.evaluators import GenericLLMEvaluator
+    from .prompt import PLACEHOLDER
+
+    if evaluator is None or output_column is not None:
+        return
+    if isinstance(evaluator, GenericLLMEvaluator):
+        used = {name for m in evaluator.template.messages
+                for name in PLACEHOLDER.findall(m["content"])}
+        if not used & {"reference", "obj_gold"}:
+            return
+    raise ConfigError(f"missing: dataset {abbr!r} is scored by {type(evaluator).__name__}, "
+                      "which compares each prediction with a reference; name the column "
+                      "that holds it", field="reader_cfg.output_column")
 
 
 def _build_reader(cfg: Mapping[str, Any], base: Path) -> CustomDataset:

@@ -18,6 +18,7 @@ import contextlib
 import difflib
 import inspect
 import math
+import os
 from typing import Any, Callable, Collection, Iterator, Mapping
 
 from .errors import ConfigError
@@ -105,10 +106,21 @@ def construct(cfg: Mapping[str, Any], default: Callable[..., Any] | None = None)
     return kind(**kwargs)
 
 
-def positive(value: Any, field: str | None, kind: type = float) -> Any:
-    """``value`` as a positive, finite ``kind`` (``int`` or ``float``), ``None`` when it
-    is ``None``; anything else is a ``ConfigError`` naming ``field`` (``None``: the
-    caller names it, as argparse does for a flag)."""
+#: The most calls in flight at once a run, a model or a judge may ask for: far more than
+#: any server serves, and each one is a task and a connection (10**9 exhausts memory).
+MAX_CONCURRENCY = 10_000
+#: The most attempts per call, and the longest attempt (seconds): a limit, not "never
+#: give up" (issue 13: nothing waits unboundedly).
+MAX_ATTEMPTS = 100
+MAX_TIMEOUT = 86_400.0
+
+
+def positive(value: Any, field: str | None, kind: type = float,
+             at_most: float | None = None) -> Any:
+    """``value`` as a positive, finite ``kind`` (``int`` or ``float``) no larger than
+    ``at_most``, ``None`` when it is ``None``; anything else is a ``ConfigError`` naming
+    ``field`` (``None``: the caller names it, as argparse does for a flag) and what is
+    allowed."""
     if value is None:
         return None
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
@@ -120,7 +132,23 @@ def positive(value: Any, field: str | None, kind: type = float) -> Any:
         raise ConfigError(f"must be a finite number, not {value!r}", field=field)
     if value <= 0:
         raise ConfigError(f"must be positive, not {value!r}", field=field)
+    if at_most is not None and value > at_most:
+        allowed = (f"from 1 to {at_most:g}" if kind is int
+                   else f"above 0 and at most {at_most:g}")
+        raise ConfigError(f"must be {allowed}, not {value!r}", field=field)
     return kind(value)
+
+
+def directory(value: Any, field: str | None) -> str | None:
+    """``value`` as a directory path (text or a path object, not blank), ``None`` when
+    it is ``None``; anything else is a ``ConfigError`` naming ``field``."""
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"must be a directory path, not {value!r}", field=field)
+    return value
 
 
 @contextlib.contextmanager

@@ -21,13 +21,15 @@ a model's calls exactly as they limit a judge's: the same ``RateLimiter`` in the
 from __future__ import annotations
 
 import os
-import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .config_keys import check_keys, positive, within
+from .config_keys import (MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT, check_keys, positive,
+                          within)
 from .errors import ConfigError
+from .gen_params import check_gen_params
 from .records import ModelSpec
+from .urls import endpoint_url
 
 #: Model-dict (and ``GenInferencer``) keys sent as generation parameters.
 GEN_KEYS = ("temperature", "top_p", "stop", "seed", "presence_penalty",
@@ -65,8 +67,8 @@ class ModelOverrides:
 
     def __post_init__(self) -> None:
         # The CLI checks its flags already; a library caller passes values straight in.
-        positive(self.timeout, "--timeout")
-        positive(self.max_attempts, "--max-attempts", int)
+        positive(self.timeout, "--timeout", float, MAX_TIMEOUT)
+        positive(self.max_attempts, "--max-attempts", int, MAX_ATTEMPTS)
 
 
 def resolve_models(config_models: list[Mapping[str, Any]], overrides: ModelOverrides,
@@ -136,9 +138,9 @@ def model_settings(cfg: Any) -> dict[str, Any]:
     attempts = "max_attempts" if cfg.get("max_attempts") is not None else "retry"
     return dict(
         gen_params=_gen_params(cfg),
-        timeout=_positive(cfg, "timeout") or 600.0,
-        max_attempts=_positive(cfg, attempts, int) or 6,
-        concurrency=_positive(cfg, "concurrency", int),
+        timeout=positive(cfg.get("timeout"), "timeout", float, MAX_TIMEOUT) or 600.0,
+        max_attempts=positive(cfg.get(attempts), attempts, int, MAX_ATTEMPTS) or 6,
+        concurrency=positive(cfg.get("concurrency"), "concurrency", int, MAX_CONCURRENCY),
         transport=_transport(cfg),
         api=_api(cfg),
         rpm=_rate(cfg, "rpm"),
@@ -166,20 +168,17 @@ def _gen_params(cfg: Mapping[str, Any]) -> dict[str, Any]:
     """The generation keys, then ``generation_kwargs``, then ``extra_body`` (both sent
     as they are: the server decides what they mean), then ``max_out_len``."""
     gen = {k: cfg[k] for k in GEN_KEYS if cfg.get(k) is not None}
+    check_gen_params(gen)
     for name in ("generation_kwargs", "extra_body"):
         extra = cfg.get(name)
         if extra is not None and not isinstance(extra, Mapping):
             raise ConfigError(f"must be a dict, not {extra!r}", field=name)
+        check_gen_params(extra or {}, name)
         gen.update(extra or {})
-    max_out_len = _positive(cfg, "max_out_len", int)
+    max_out_len = positive(cfg.get("max_out_len"), "max_out_len", int)
     if max_out_len:
         gen.setdefault(TOKEN_LIMIT_KEYS[0], max_out_len)
     return gen
-
-
-def _positive(cfg: Mapping[str, Any], name: str, kind: type = float) -> Any:
-    """``cfg[name]`` as a positive ``kind`` (``None`` when absent)."""
-    return positive(cfg.get(name), name, kind)
 
 
 def _api(cfg: Mapping[str, Any]) -> Any:
@@ -189,12 +188,27 @@ def _api(cfg: Mapping[str, Any]) -> Any:
     return api
 
 
+#: The slowest pacing accepted, per minute: one request an hour (``query_per_second``
+#: 1/3600), one token a second. Slower is a typo (``rpm=1e-12`` waits forever); no
+#: limit at all is said by leaving the key out.
+MIN_RATE = {"rpm": (1 / 60, "one request an hour"), "tpm": (60.0, "one token a second")}
+#: The largest ``rpm``, ``tpm`` or ``query_per_second``: more than any server serves
+#: (and ``60 × 1e308`` qps would be no number at all).
+MAX_RATE = 1e9
+
+
 def _rate(cfg: Mapping[str, Any], name: str) -> float | None:
-    """``rpm``/``tpm`` as a positive number; OpenCompass's ``query_per_second`` is
-    read as ``rpm = 60 × qps``."""
+    """``rpm``/``tpm`` as a number from ``MIN_RATE`` to ``MAX_RATE``; OpenCompass's
+    ``query_per_second`` is read as ``rpm = 60 × qps``."""
+    key, scale = name, 1.0
     if name == "rpm" and cfg.get(name) is None and cfg.get("query_per_second") is not None:
-        return 60.0 * _positive(cfg, "query_per_second")
-    return _positive(cfg, name)
+        key, scale = "query_per_second", 60.0
+    rate = positive(cfg.get(key), key, float, MAX_RATE)
+    slowest, meaning = MIN_RATE[name]
+    if rate is not None and rate * scale < slowest:
+        raise ConfigError(f"must be at least {slowest / scale:.3g} ({meaning}), not "
+                          f"{rate!r}; leave it out for no limit", field=key)
+    return None if rate is None else rate * scale
 
 
 def _transport(cfg: Mapping[str, Any]) -> str:
@@ -227,30 +241,6 @@ def _endpoint(cfg: Mapping[str, Any]) -> tuple[str, str] | None:
 def _base_url(cfg: Mapping[str, Any]) -> str | None:
     endpoint = _endpoint(cfg)
     return endpoint[1] if endpoint else None
-
-
-def endpoint_url(url: str, source: str) -> str:
-    """``url`` if it is an http(s) URL with a host, else a ``ConfigError`` naming
-    ``source`` (a config key, a flag or an environment variable) and the value.
-
-    Anything else would only fail at the first request, as a connection error retried
-    like a flaky network, and the run would end with every sample pending.
-    """
-    if _is_http_url(url):
-        return url
-    raise ConfigError(f"{url!r} is not an http(s) URL with a host; give the server's "
-                      "OpenAI-compatible base URL, such as http://localhost:8000/v1",
-                      field=source)
-
-
-def _is_http_url(url: str) -> bool:
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port  # a port that is not a number raises ValueError
-    except ValueError:
-        return False
-    return (parts.scheme in ("http", "https") and bool(parts.hostname) and port != 0
-            and not any(c.isspace() for c in url))
 
 
 def _from(url: str | None, source: str) -> str | None:

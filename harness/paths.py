@@ -17,18 +17,24 @@ from pathlib import Path
 # Kept in a path component: letters and digits of any script, - _ + @ = and single dots
 # (a leading dot or a run of dots is replaced).
 _UNSAFE = re.compile(r"[^\w.+@=-]|^\.+|\.{2,}")
-_MAX = 100
+# File systems allow 255 bytes (not characters) per name: a name may take 200 of them
+# (90 CJK characters are 270), which leaves room for ``.jsonl.part`` and the like.
+MAX_BYTES = 200
+_HASH = 8
 
 
 def safe_name(name: str) -> str:
-    """``name`` if it is a plain, safe file name; otherwise a cleaned copy of it with a
-    hash of the original (``'../../x'`` → ``'____x-9cdf6a50'``)."""
+    """``name`` if it is a plain, safe file name of at most ``MAX_BYTES`` in UTF-8;
+    otherwise a cleaned copy of it, cut to fit, with a hash of the original (``'../../x'``
+    → ``'____x-9cdf6a50'``), so two different names never share a file."""
     text = str(name)
-    clean = _UNSAFE.sub("_", text)[:_MAX]
-    if clean == text and text not in ("", ".", ".."):
+    clean = _UNSAFE.sub("_", text)
+    if clean == text and text and len(text.encode()) <= MAX_BYTES:
         return text
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
-    return f"{clean.strip('.') or '_'}-{digest}"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:_HASH]
+    # Cut at a byte count, dropping a character split in two.
+    head = clean.encode()[:MAX_BYTES - _HASH - 1].decode("utf-8", "ignore")
+    return f"{head.strip('.') or '_'}-{digest}"
 
 
 def result_path(work_dir: str | Path, model: str, dataset: str) -> Path:

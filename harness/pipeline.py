@@ -32,7 +32,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from .breaker import BreakerPolicy
 from .client import ModelClient
 from .config import DatasetSpec
-from .errors import ModelCallError, PermanentModelError
+from .errors import ModelCallError, PermanentModelError, WorkDirError
 from .keys import prediction_key
 from .paths import details_path, result_path
 from .progress import Progress
@@ -177,7 +177,15 @@ class Pipeline:
             self._close_details(finished)
 
     def _close_details(self, finished: bool) -> None:
-        """Close every details file (the first error is raised after all are closed)."""
+        """Close every details file (the first error is raised after all are closed);
+        none is written where the work directory's path no longer leads to the locked
+        directory."""
+        try:
+            self.store.check_work_dir()
+        except WorkDirError:
+            for acc in self.accumulators.values():
+                acc.abandon()
+            raise
         error: BaseException | None = None
         for pair, acc in self.accumulators.items():
             previous = read_json(result_path(self.options.work_dir, *pair))

@@ -59,6 +59,8 @@ class RawPromptTemplate:
         self.messages: Messages = tuple(_normalize(m) for m in messages)
         if not self.messages:
             raise ValueError("RawPromptTemplate needs at least one message")
+        if not any(m["content"].strip() for m in self.messages):
+            raise ValueError("the prompt is empty: every message's content is blank")
 
     def render(self, values: Mapping[str, Any]) -> Messages:
         """The messages with placeholders filled from ``values`` (one pass)."""
@@ -97,4 +99,6 @@ def _normalize(message: Mapping[str, str]) -> dict[str, str]:
     content = message.get("content", message.get("prompt"))
     if content is None:
         raise ValueError(f"prompt message {dict(message)!r} has no 'content'")
-    return {"role": _ROLE_MAP.get(role, role.lower()), "content": str(content)}
+    if not isinstance(content, str):
+        raise ValueError(f"a prompt message's content must be text, not {content!r}")
+    return {"role": _ROLE_MAP.get(role, role.lower()), "content": content}

@@ -74,9 +74,13 @@ class ModelSpec:
         """What identifies this model's outputs: the endpoint and the model name.
 
         ``endpoint_id`` replaces the base URL where the URL is not stable across runs
-        (the embedded model listens on a new free port each time).
+        (the embedded model listens on a new free port each time). A secret in the URL
+        (``?api-key=…``) is masked: it decides no output, and this identity is stored.
         """
-        return {"endpoint": self.endpoint_id or self.base_url.rstrip("/"), "model": self.model}
+        from .urls import redact_url
+
+        endpoint = self.endpoint_id or redact_url(self.base_url.rstrip("/"))
+        return {"endpoint": endpoint, "model": self.model}
 
 
 @dataclass(frozen=True, slots=True)

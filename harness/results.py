@@ -129,6 +129,17 @@ class Accumulator:
             tmp.unlink(missing_ok=True)
             self._offsets.clear()
 
+    def abandon(self) -> None:
+        """Close the details file without touching any path: the work directory's path
+        no longer leads to the directory the file is in (see ``Store.check_work_dir``)."""
+        if self._fh is not None:
+            fh, self._fh = self._fh, None
+            try:
+                fh.close()
+            except OSError:
+                pass  # discarded anyway
+            self._offsets.clear()
+
     def summary(self) -> dict[str, Any]:
         """The results JSON for this model and dataset.
 
@@ -265,14 +276,24 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> lis
 def keeps_previous(summary: dict[str, Any], previous: dict[str, Any] | None) -> bool:
     """Whether the result on disk (``previous``) stays instead of ``summary``'s.
 
-    A run replaces a result when it is complete or got at least as far (as many samples
-    scored, or predicted in infer mode): a run against a dead endpoint, all failed
-    calls, never replaces good results with its own.
+    A run replaces a result only when it got at least as far: as many samples scored
+    and as many predicted (:func:`reach`). A run against a dead endpoint (all failed
+    calls), a ``--limit`` run on fewer samples, or a ``--mode infer`` run (nothing
+    scored) never replaces a scored result with its own, complete or not.
     """
-    if previous is None or summary["complete"]:
+    if previous is None:
         return False
-    done = lambda s: s.get("total", 0) - s.get("pending", 0)  # noqa: E731
-    return done(summary) < done(previous)
+    (scored, predicted), (was_scored, was_predicted) = reach(summary), reach(previous)
+    return scored < was_scored or predicted < was_predicted
+
+
+def reach(summary: dict[str, Any]) -> tuple[int, int]:
+    """How far the run of a result got: ``(samples scored, samples predicted)``."""
+    counts = summary.get("counts") or {}
+    unpredicted = sum(counts.get(status, 0) for status in ("model_error", "missing"))
+    # In infer mode a prediction counts as "scored" in the counters; it is not.
+    scored = 0 if summary.get("mode") == "infer" else summary.get("scored", 0)
+    return scored, summary.get("total", 0) - unpredicted
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

@@ -12,12 +12,16 @@ settles the rest against the work directory:
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from .errors import ConfigError, ModelCallError, PermanentModelError
 from .records import ModelSpec
 from .store import Store
+from .urls import redact_url
+
+_log = logging.getLogger(__name__)
 
 # What the store keeps of a spec: everything a prediction key depends on, and the
 # name. Never the API key.
@@ -25,8 +29,11 @@ _RECORDED = ("abbr", "model", "base_url", "endpoint_id", "gen_params", "api")
 
 
 def spec_record(spec: ModelSpec) -> dict[str, Any]:
-    """The part of ``spec`` the work directory records (no API key)."""
-    return {name: getattr(spec, name) for name in _RECORDED}
+    """The part of ``spec`` the work directory records (no API key, and no secret of its
+    URL: see ``harness.urls``)."""
+    record = {name: getattr(spec, name) for name in _RECORDED}
+    record["base_url"] = redact_url(spec.base_url)
+    return record
 
 
 def spec_from_record(record: Mapping[str, Any]) -> ModelSpec:
@@ -76,7 +83,7 @@ async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
             stored = ", ".join(f"{r.abbr} ({r.model} at {r.identity()['endpoint']})"
                                for r in recorded)
             raise ConfigError(f"{where} holds no predictions of model {spec.model or '(any)'} "
-                              f"at {spec.base_url}; --mode eval re-scores stored predictions "
+                              f"at {redact_url(spec.base_url)}; --mode eval re-scores stored predictions "
                               f"(stored: {stored})", field="--mode")
         for r in [r for r in matches if r.abbr == spec.abbr] or matches:
             chosen.setdefault(r.abbr, r)
@@ -85,6 +92,29 @@ async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
 
 def _same_endpoint(recorded: ModelSpec, asked: ModelSpec) -> bool:
     return recorded.identity()["endpoint"] == replace(asked, model="").identity()["endpoint"]
+
+
+def unique_abbrs(specs: list[ModelSpec]) -> list[ModelSpec]:
+    """``specs`` with each ``abbr`` made unique: a repeated one gets the first free
+    ``-2``, ``-3`` … suffix that no other model uses (``m, m, m-2`` → ``m, m-3, m-2``),
+    with a warning, since the abbr names its results and its records in the store."""
+    taken = {spec.abbr for spec in specs}
+    seen: set[str] = set()
+    out = []
+    for spec in specs:
+        if spec.abbr in seen:
+            n = 2
+            while f"{spec.abbr}-{n}" in taken:
+                n += 1
+            renamed = f"{spec.abbr}-{n}"
+            _log.warning("two models share the abbr %r: the one at %s is named %r in "
+                         "results/ and details/ (give each model its own abbr)",
+                         spec.abbr, redact_url(spec.base_url), renamed)
+            taken.add(renamed)
+            spec = replace(spec, abbr=renamed)
+        seen.add(spec.abbr)
+        out.append(spec)
+    return out
 
 
 async def discover_name(spec: ModelSpec) -> ModelSpec:
@@ -105,6 +135,6 @@ async def discover_name(spec: ModelSpec) -> ModelSpec:
     finally:
         await client.aclose()
     if not names:
-        raise PermanentModelError(f"{spec.base_url} serves no models; give --model",
+        raise PermanentModelError(f"{redact_url(spec.base_url)} serves no models; give --model",
                                   kind="not_found")
     return replace(spec, model=names[0], abbr=spec.abbr if spec.abbr != "model" else names[0])

@@ -204,6 +204,30 @@ class Store:
                                f"({exc.strerror}); use one on a local disk") from exc
         self._lock_fd = fd
 
+    def check_work_dir(self) -> None:
+        """Raise ``WorkDirError`` if the work directory's path no longer leads to the
+        directory this store locked: it was moved, removed or replaced (``mv w w.old;
+        mkdir w``) while the run went on, and files written by path would land in a
+        directory another run may hold. Called before results are written."""
+        if self._lock_fd is None:
+            return
+        locked = os.fstat(self._lock_fd)
+        try:
+            now = os.stat(self.work_dir)
+        except OSError:
+            now = None
+        if now is not None and (now.st_dev, now.st_ino) == (locked.st_dev, locked.st_ino):
+            return
+        try:  # Linux names where the locked directory is now
+            moved = f" (it is now at {os.readlink(f'/proc/self/fd/{self._lock_fd}')})"
+        except OSError:
+            moved = ""
+        raise WorkDirError(
+            f"{self.work_dir}: the work directory was moved, removed or replaced while this "
+            f"run was using it; nothing was written to what is there now. Everything received "
+            f"is stored in the directory the run started in{moved}: put it back (or give "
+            "--work-dir its new path) and run the same command again to write the results")
+
     async def _check_intact(self) -> None:
         """Refuse a damaged store before the run relies on it: a truncated copy can
         open and even answer the first queries. ``quick_check`` reads every page once

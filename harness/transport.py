@@ -45,14 +45,17 @@ class AiohttpTransport:
     """POST to the endpoint on a pooled aiohttp session (made on first use)."""
 
     def __init__(self, base_url: str, api_key: str, timeout: float, concurrency: int) -> None:
-        self._base = base_url.rstrip("/")
+        # A query in the base URL (``?api-version=…``) goes after the path of each call.
+        base, _, query = base_url.partition("?")
+        self._base, self._query = base.rstrip("/"), f"?{query}" if query else ""
         self._api_key, self._timeout, self._concurrency = api_key, timeout, concurrency
         self._session: Any = None
 
     async def post(self, body: Mapping[str, Any], path: str = "/chat/completions") -> Any:
         """POST ``body`` to ``path``; the reply's JSON, ``HTTPStatusError`` for an error."""
         session = self._session or self._open()
-        async with session.post(self._base + path, data=json.dumps(body).encode()) as response:
+        url = self._base + path + self._query
+        async with session.post(url, data=json.dumps(body).encode()) as response:
             raw = await response.read()
             if response.status >= 400:
                 raise HTTPStatusError(response.status, response.headers, raw)
@@ -61,7 +64,7 @@ class AiohttpTransport:
     async def get(self, path: str) -> Any:
         """GET ``path`` (e.g. ``/models``) as JSON; ``HTTPStatusError`` for an error."""
         session = self._session or self._open()
-        async with session.get(self._base + path) as response:
+        async with session.get(self._base + path + self._query) as response:
             raw = await response.read()
             if response.status >= 400:
                 raise HTTPStatusError(response.status, response.headers, raw)

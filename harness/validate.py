@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from .config import DatasetSpec
-from .config_keys import positive
+from .config_keys import MAX_CONCURRENCY, directory, positive
 from .errors import ConfigError, DatasetError
 from .postprocessors import is_extraction_failure
 from .prompt import PLACEHOLDER
@@ -57,15 +57,17 @@ def _in_range(spec: DatasetSpec,
         yield index, line, row
 
 
-def check_run_options(concurrency: Any, limit: Any) -> None:
-    """The numbers a run is given beside its config: ``concurrency`` must be a positive
-    integer and ``limit`` one or ``None``; a ``ConfigError`` names the one that is not.
+def check_run_options(concurrency: Any, limit: Any, work_dir: Any = None) -> None:
+    """The numbers a run is given beside its config: ``concurrency`` must be an integer
+    from 1 to ``MAX_CONCURRENCY``, ``limit`` a positive one or ``None`` and ``work_dir``
+    a path or ``None``; a ``ConfigError`` names the one that is not.
 
     The CLI checks its flags already; ``evaluate``/``open_run`` callers pass values
     straight in, and a concurrency of 0 would otherwise end in a broken stream.
     """
-    positive(concurrency, "concurrency", int)
+    positive(concurrency, "concurrency", int, MAX_CONCURRENCY)
     positive(limit, "limit", int)
+    directory(work_dir, "work_dir")
 
 
 def validate_dataset(spec: DatasetSpec, limit: int | None = None) -> Selection:

@@ -161,3 +161,26 @@ def test_run_collects_garbage_less_often_in_its_own_process(tmp_path: Path) -> N
     probe = [line.split() for line in out.stderr.splitlines() if line.startswith("GC ")]
     assert probe == [["GC", str(YOUNG_THRESHOLD), "True"]], out.stderr
     assert YOUNG_THRESHOLD > gc.get_threshold()[0]  # importing harness changed nothing
+
+
+async def test_models_sharing_an_abbr_are_each_evaluated_under_a_free_name(tmp_path):
+    """``m``, ``m``, ``m-2``: the second ``m`` must not become the third's ``m-2``."""
+    from .helpers import model_cfg
+
+    data = write_arith(tmp_path / "a.jsonl", 8)
+    right = FakeOpenAI(responder=lambda b: arith_reply(b, wrong_every=0))
+    half = FakeOpenAI(responder=lambda b: arith_reply(b, wrong_every=2))
+    none = FakeOpenAI(responder=lambda b: "no idea")
+    async with right, half, none:
+        models = [dict(model_cfg(right.base_url), abbr="m"),
+                  dict(model_cfg(half.base_url), abbr="m"),
+                  dict(model_cfg(none.base_url), abbr="m-2")]
+        cfg = write_config(tmp_path / "cfg.py", data, models=models)
+        result = await anyio.run_process(cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q"),
+                                         env=env(), check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    assert (right.stats.total, half.stats.total, none.stats.total) == (8, 8, 8)
+    correct = {m: json.loads((tmp_path / "w/results" / m / "arith.json").read_text())["correct"]
+               for m in ("m", "m-3", "m-2")}
+    assert correct == {"m": 8, "m-3": 4, "m-2": 0}
+    assert "two models share the abbr 'm'" in result.stderr.decode()

@@ -191,7 +191,7 @@ BAD_VALUES = {
     "judge-concurrency": (judged(concurrency=-2), f"{JUDGE_FIELD}.concurrency",
                           "must be positive, not -2"),
     "judge-max_reasks": (judged(max_reasks=-1), f"{JUDGE_FIELD}.max_reasks",
-                         "must be a whole number >= 0, not -1"),
+                         "must be a whole number from 0 to 10, not -1"),
 }
 
 

@@ -14,7 +14,7 @@ import anyio
 
 from harness.testing import FakeOpenAI
 
-from .helpers import arith_reply, expected_correct, write_arith, write_config
+from .helpers import arith_reply, count_stored, expected_correct, write_arith, write_config
 from .test_cli import cli, env
 
 
@@ -75,3 +75,70 @@ async def test_the_lock_goes_with_the_run(server, tmp_path):
         result = await anyio.run_process(args, env=env(), check=False)
         assert result.returncode == 0, result.stderr.decode()
     assert not (tmp_path / "w" / ".lock").exists()
+
+
+async def run_while_replaced(tmp_path: Path, work: Path, replace) -> tuple:
+    """Start a run on ``work`` (held mid-run by its server), ``replace(work)``, run a
+    second one on ``work`` to the end, then let the first finish. Returns both
+    processes' (exit code, stderr) and the listing of ``work`` after the second."""
+    n = 12
+    cfg = write_config(tmp_path / "cfg.py", write_arith(tmp_path / "a.jsonl", n))
+    release = anyio.Event()
+
+    async def held(body: dict) -> str:
+        await release.wait()
+        return arith_reply(body)
+
+    async with FakeOpenAI(responder=held) as first_srv, \
+            FakeOpenAI(responder=arith_reply) as second_srv:
+        def args(srv: FakeOpenAI, limit: str) -> list[str]:
+            return cli("run", str(cfg), "-w", str(work), "-q", "--model-base-url",
+                       srv.base_url, "--model", "fake-model", "-c", "4", "--limit", limit)
+
+        first = await anyio.open_process(args(first_srv, str(n)), env=env())
+        async with first:
+            with anyio.fail_after(30):
+                while first_srv.stats.in_flight == 0:
+                    await anyio.sleep(0.01)
+            replace(work)
+            second = await anyio.run_process(args(second_srv, "5"), env=env(), check=False)
+            after_second = listing(work)
+            release.set()
+            with anyio.fail_after(60):
+                await first.wait()
+            first_err = b"".join([chunk async for chunk in first.stderr]).decode()
+    assert second.returncode == 0, second.stderr.decode()
+    assert listing(work) == after_second  # the first run wrote nothing into the new one
+    assert json.loads((work / "results/fake-model/arith.json").read_text())["total"] == 5
+    return first.returncode, first_err
+
+
+async def test_a_run_whose_work_directory_is_replaced_writes_nothing_into_the_new_one(
+        tmp_path):
+    work = tmp_path / "w"
+
+    def move_and_recreate(path: Path) -> None:
+        path.rename(tmp_path / "w.old")
+        path.mkdir()
+
+    code, err = await run_while_replaced(tmp_path, work, move_and_recreate)
+    assert code == 2, err
+    assert "the work directory was moved, removed or replaced while this run was using it" in err
+    assert f"it is now at {tmp_path / 'w.old'}" in err and "Traceback" not in err
+    assert count_stored(tmp_path / "w.old" / "harness.db") == 12  # kept where it started
+
+
+async def test_a_run_on_a_symlink_keeps_writing_where_the_link_pointed_at_the_start(tmp_path):
+    (tmp_path / "w1").mkdir()
+    (tmp_path / "w2").mkdir()
+    work = tmp_path / "w"
+    work.symlink_to(tmp_path / "w1")
+
+    def repoint(path: Path) -> None:
+        path.unlink()
+        path.symlink_to(tmp_path / "w2")
+
+    code, err = await run_while_replaced(tmp_path, work, repoint)
+    assert code == 0, err
+    assert json.loads((tmp_path / "w1/results/fake-model/arith.json").read_text())["total"] == 12
+    assert json.loads((tmp_path / "w2/results/fake-model/arith.json").read_text())["total"] == 5

@@ -51,6 +51,31 @@ def test_plain_names_are_kept_and_changed_ones_do_not_collide():
     assert safe_name("a/b") != safe_name("a_b") and safe_name("..") not in ("..", ".", "")
 
 
+def test_long_names_fit_a_file_name_in_bytes_and_stay_distinct():
+    """A file name may have 255 bytes: 90 CJK characters are 270 (and 100 emoji 400)."""
+    names = ["字" * 86, "字" * 99, "字" * 100, "𠀀" * 100, "é" * 300, "a" * 300, "x" * 95 + "字" * 5]
+    safe = [safe_name(n) for n in names]
+    assert len(set(safe)) == len(names)
+    for name in safe:
+        assert len(f"{name}.jsonl.part".encode()) <= 255, name
+
+
+async def test_a_long_model_and_dataset_name_in_cjk_are_written(tmp_path):
+    model, dataset = "模型" * 45, "数据" * 45
+    cfg = write_config(tmp_path / "cfg.py", write_arith(tmp_path / "a.jsonl", N))
+    cfg.write_text(cfg.read_text().replace("abbr='arith'", f"abbr={dataset!r}"))
+    work = tmp_path / "w"
+    async with FakeOpenAI(responder=arith_reply, models=(model,)) as srv:
+        result = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(work), "-q", "--model-base-url", srv.base_url),
+            env=env(), check=False)
+    assert result.returncode == 0, result.stderr.decode()
+    saved = json.loads((work / "results" / safe_name(model) / f"{safe_name(dataset)}.json")
+                       .read_text())
+    assert saved["correct"] == expected_correct(N) and saved["model"] == model
+    assert (work / "details" / safe_name(model) / f"{safe_name(dataset)}.jsonl").exists()
+
+
 def dead_url() -> str:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -85,15 +110,36 @@ async def test_a_run_against_a_dead_endpoint_leaves_the_good_results(tmp_path):
     assert kept["complete"] and kept["correct"] == expected_correct(N)
 
 
-async def test_a_run_that_gets_as_far_replaces_the_results(tmp_path):
+async def test_a_run_on_fewer_samples_or_without_scores_leaves_the_results(tmp_path):
+    """Issue 13 point 7: a complete ``--limit`` run on fewer samples, or an ``--mode
+    infer`` run (nothing scored), got less far than a full scored run."""
     data = write_arith(tmp_path / "a.jsonl", N)
     work = tmp_path / "w"
     async with FakeOpenAI(responder=arith_reply) as srv:
         cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
         await anyio.run_process(cli("run", str(cfg), "-w", str(work), "-q"), env=env())
-        # A complete run on fewer samples is a result of its own: it replaces.
-        smaller = await anyio.run_process(
-            cli("run", str(cfg), "-w", str(work), "-q", "--limit", "3"), env=env())
-    assert smaller.returncode == 0 and b"kept the earlier" not in smaller.stderr
-    assert json.loads((work / "results/fake/arith.json").read_text())["total"] == 3
-    assert len((work / "details/fake/arith.jsonl").read_text().splitlines()) == 3
+        before = await snapshot(work)
+        for flags in (["--limit", "3"], ["--mode", "infer"]):
+            lesser = await anyio.run_process(
+                cli("run", str(cfg), "-w", str(work), "-q", *flags), env=env())
+            assert lesser.returncode == 0
+            assert (f"kept the earlier results of fake on arith, which got further than "
+                    f"this run ({N} scored, {N} predicted; this run: ") in lesser.stderr.decode()
+            assert await snapshot(work) == before, flags
+
+
+async def test_a_run_that_gets_as_far_replaces_the_results(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", N)
+    work = tmp_path / "w"
+    async with FakeOpenAI(responder=arith_reply) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        # Three predictions, then all, then all scored, then re-scored: each run got at
+        # least as far as the last.
+        for flags, total in ((["--mode", "infer", "--limit", "3"], 3), (["--mode", "infer"], N),
+                             (["--mode", "all"], N), (["--mode", "eval"], N)):
+            further = await anyio.run_process(
+                cli("run", str(cfg), "-w", str(work), "-q", *flags), env=env())
+            assert further.returncode == 0 and b"kept the earlier" not in further.stderr
+            saved = json.loads((work / "results/fake/arith.json").read_text())
+            assert saved["total"] == total and saved["mode"] == flags[1]
+            assert len((work / "details/fake/arith.jsonl").read_text().splitlines()) == total

@@ -8,7 +8,8 @@
 - ``constrain``: ``'grammar'`` (llama.cpp), ``'guided_choice'`` (vLLM) or
   ``'json_schema'`` (OpenAI) to restrict the reply to the two verdicts;
 - ``logprobs``: record the probability of the chosen verdict;
-- ``max_reasks``: re-asks with a format reminder after an unreadable verdict (default 2).
+- ``max_reasks``: re-asks with a format reminder after an unreadable verdict (default 2,
+  at most 10).
 
 ``judge_cfg=dict()`` (no endpoint in it) reads ``OC_JUDGE_MODEL``, ``OC_JUDGE_API_KEY``
 and ``OC_JUDGE_API_BASE``, as OpenCompass does.
@@ -22,10 +23,15 @@ from typing import Any, Mapping
 
 from ..config_keys import check_keys, within
 from ..errors import ConfigError
-from ..models import (ENDPOINT_KEYS, GEN_KEYS, INERT_MODEL_KEYS, MODEL_KEYS, endpoint_url,
-                      model_settings, model_spec)
+from ..models import (ENDPOINT_KEYS, GEN_KEYS, INERT_MODEL_KEYS, MODEL_KEYS, model_settings,
+                      model_spec)
 from ..records import ModelSpec
+from ..urls import endpoint_url
 from .verdict import CONSTRAINT_MODES, constraint_params
+
+#: The most re-asks after an unreadable verdict: each is a paid request, and a judge
+#: that has not answered A or B after ten reminders will not.
+MAX_REASKS = 10
 
 #: ``judge_cfg`` keys beyond a model dict's (``rpm``, ``tpm`` and ``concurrency`` are
 #: model keys: they pace a judge exactly as they pace a model).
@@ -82,8 +88,10 @@ def judge_settings(judge_cfg: Any) -> dict[str, Any]:
     if not isinstance(logprobs, bool):
         raise ConfigError(f"must be True or False, not {logprobs!r}", field="logprobs")
     reasks = judge_cfg.get("max_reasks", 2)
-    if isinstance(reasks, bool) or not isinstance(reasks, int) or reasks < 0:
-        raise ConfigError(f"must be a whole number >= 0, not {reasks!r}", field="max_reasks")
+    if (isinstance(reasks, bool) or not isinstance(reasks, int)
+            or not 0 <= reasks <= MAX_REASKS):
+        raise ConfigError(f"must be a whole number from 0 to {MAX_REASKS}, not {reasks!r}",
+                          field="max_reasks")
     return dict(constrain=constrain, logprobs=logprobs, max_reasks=reasks)
 
 
