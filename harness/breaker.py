@@ -42,13 +42,13 @@ class BreakerPolicy:
     seconds: float = 10.0
 
 
-#: Sends again the last request the endpoint answered; ``True`` if it answers again,
-#: ``False`` if it fails or no request was ever answered.
-Probe = Callable[[], Awaitable[bool]]
+#: Sends again the last request the endpoint gave a usable reply to; ``True`` if it gives
+#: one again, ``False`` if not, ``None`` if no request ever got one.
+Probe = Callable[[], Awaitable["bool | None"]]
 
 
-async def _no_probe() -> bool:
-    return False
+async def _no_probe() -> bool | None:
+    return None
 
 
 class CircuitBreaker:

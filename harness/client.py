@@ -77,9 +77,9 @@ class ModelClient:
         # Names the endpoint in error messages (redacted like everything else there).
         self._description = f"{role} {spec.model!r} at {spec.base_url}"
         # Stops every call once the endpoint looks down (see ``harness.breaker``); its
-        # probe sends again the last request that was answered.
+        # probe sends again the last request that got a usable reply.
         self.breaker = CircuitBreaker(self._description, breaker, self._probe)
-        self._last_answered: tuple[dict[str, Any], str] | None = None
+        self._last_answered: tuple[dict[str, Any], str, int | None] | None = None
 
     async def aclose(self) -> None:
         """Close the HTTP session (if one was opened)."""
@@ -124,8 +124,7 @@ class ModelClient:
             finally:
                 if self._counts is not None:
                     self._counts.in_flight -= 1
-            self._last_answered = (body, path)
-            result = _read(data, max_tokens)  # BadResponse (retried) if malformed
+            result = self._answered(data, (body, path, max_tokens))
             if self.limiter is not None:
                 actual = result.prompt_tokens + result.completion_tokens
                 if actual:
@@ -157,14 +156,32 @@ class ModelClient:
         items = data.get("data") if isinstance(data, dict) else None
         return [str(m["id"]) for m in items or [] if isinstance(m, dict) and "id" in m]
 
-    async def _probe(self) -> bool:
-        """Whether the endpoint answers the last request it answered before (any reply
-        it sends with a success status counts), for the circuit breaker."""
+    def _answered(self, data: Any, request: tuple[dict[str, Any], str, int | None]) -> CallResult:
+        """``data`` read as a completion (``BadResponse`` if harness cannot score it).
+
+        Only a reply harness can score (an empty or cut-short one included: it is kept
+        as the model's answer) counts as answered: ``request`` becomes the one the
+        breaker's probe sends again. A 200 with no choices or no content is no answer.
+        """
+        try:
+            result = _read(data, request[2])
+        except UsableReply:
+            self._last_answered = request
+            raise
+        self._last_answered = request
+        return result
+
+    async def _probe(self) -> bool | None:
+        """For the circuit breaker: whether the endpoint gives a usable reply to the last
+        request it gave one to; ``None`` if it never gave one."""
         if self._last_answered is None:
-            return False
+            return None
+        body, path, max_tokens = self._last_answered
         self.stats.requests += 1
         try:
-            await self._transport.post(*self._last_answered)
+            _read(await self._transport.post(body, path), max_tokens)
+        except UsableReply:
+            return True
         except Exception:  # noqa: BLE001 - any failure means: no answer
             return False
         return True
@@ -218,6 +235,10 @@ def _read(data: Any, max_tokens: int | None) -> CallResult:
     malformed, ``UsableReply`` for one worth asking again."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        error = data.get("error") if isinstance(data, dict) else None
+        if error:  # a gateway passing on its backend's failure with a 200
+            message = error.get("message") if isinstance(error, dict) else None
+            raise BadResponse(f"an error with status 200: {message or error}")
         raise BadResponse("the response has no choices")
     choice = choices[0]
     message = choice.get("message")

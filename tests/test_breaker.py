@@ -162,3 +162,31 @@ async def test_an_endpoint_that_dies_during_the_run_opens_it(tmp_path):
                            models=[model_cfg(srv.base_url, max_attempts=8)])
         with pytest.raises(EndpointDownError, match="HTTP 500"):
             await harness.evaluate(cfg, work_dir=tmp_path / "w", breaker=QUICK, concurrency=4)
+
+
+@pytest.mark.parametrize("kind", ["empty_choices", "null_content", "error_200"])
+@pytest.mark.parametrize("answered_first", [0, 20])
+async def test_an_endpoint_answering_200_with_nothing_usable_opens_it(tmp_path, kind,
+                                                                        answered_first):
+    """A 200 that harness cannot score (no choices, no content, an error object) is no
+    answer: the breaker's probe must not take it for one, from the start or after the
+    endpoint answered a while."""
+    data = write_arith(tmp_path / "a.jsonl", 3000)
+    seen = 0
+
+    def broken(body, attempt):
+        nonlocal seen
+        seen += 1
+        return Fault(kind) if seen > answered_first else None
+
+    async with FakeOpenAI(responder=arith_reply, faults=broken, record=False) as srv:
+        url = srv.base_url
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(url)])
+        with pytest.raises(EndpointDownError) as caught:
+            await harness.evaluate(cfg, work_dir=tmp_path / "w", breaker=QUICK)
+    assert url in str(caught.value)
+    assert caught.value.cause in ("the response has no choices",
+                                  "the response message has no content",
+                                  "an error with status 200: The server had an error "
+                                  "while processing your request.")
+    assert srv.stats.total < 1000
