@@ -23,6 +23,12 @@ from .transport import make_transport
 
 Logprobs = tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...]
 
+#: What to try when every call to an endpoint timed out (it may be overloaded), by role.
+SLOW_HINTS = {
+    "model": "try a longer --timeout (or the model's timeout) or a lower -c",
+    "judge": "try a longer timeout or a lower concurrency in judge_cfg",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class CallResult:
@@ -66,7 +72,8 @@ class ModelClient:
         # With ``rpm``/``tpm`` set, every attempt takes a paced slot of this
         # ``harness.ratelimit.RateLimiter``, and a 429 pauses the pacing for every caller.
         self.limiter = pacer(spec.rpm, spec.tpm)
-        self.policy = policy or RetryPolicy(max_attempts=spec.max_attempts)
+        self.policy = policy or RetryPolicy(max_attempts=spec.max_attempts,
+                                            rate_limit_timeout=spec.rate_limit_timeout)
         # Optional progress counters (``in_flight``): requests actually on the wire,
         # not callers waiting for a slot or a retry.
         self._counts = counts
@@ -78,7 +85,8 @@ class ModelClient:
         self._description = f"{role} {spec.model!r} at {spec.base_url}"
         # Stops every call once the endpoint looks down (see ``harness.breaker``); its
         # probe sends again the last request that got a usable reply.
-        self.breaker = CircuitBreaker(self._description, breaker, self._probe)
+        self.breaker = CircuitBreaker(self._description, breaker, self._probe,
+                                      slow_hint=SLOW_HINTS.get(role, ""))
         self._last_answered: tuple[dict[str, Any], str, int | None] | None = None
 
     async def aclose(self) -> None:
@@ -133,7 +141,8 @@ class ModelClient:
 
         try:
             result, tries = await self.policy.call(send if self._slots is None else attempt,
-                                                   self.stats, self._description, self.breaker)
+                                                   self.stats, self._description, self.breaker,
+                                                   body)
         except ModelCallError as exc:
             # Still cut short or empty after the retries: that is the model's real
             # answer (a context-length stop, nothing to say), so keep it rather than
@@ -150,7 +159,8 @@ class ModelClient:
         """The model names the endpoint serves (``GET /models``), under the same policy."""
         try:
             data, _ = await self.policy.call(lambda: self._transport.get("/models"),
-                                             self.stats, self._description, self.breaker)
+                                             self.stats, self._description, self.breaker,
+                                             "GET /models")
         except ModelCallError as exc:
             raise self._redacted(exc) from None
         items = data.get("data") if isinstance(data, dict) else None

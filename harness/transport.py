@@ -28,14 +28,17 @@ TRANSPORTS = ("aiohttp", "openai")
 
 
 class HTTPStatusError(Exception):
-    """The server answered 4xx/5xx; ``headers`` keep ``Retry-After``."""
+    """The server answered 4xx/5xx; ``headers`` keep ``Retry-After``, ``code`` the error
+    body's ``code`` (or ``type``), such as ``insufficient_quota``."""
 
     def __init__(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
-        self.status, self.headers = status, headers
+        self.status, self.headers, self.code = status, headers, None
         text = body[:500].decode("utf-8", "replace").strip()
         try:
             error = json.loads(body).get("error", {})
-            text = error.get("message", text) if isinstance(error, dict) else text
+            if isinstance(error, dict):
+                text = error.get("message", text)
+                self.code = error.get("code") or error.get("type")
         except (ValueError, AttributeError):
             pass
         super().__init__(f"HTTP {status}: {text}")
