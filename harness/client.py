@@ -80,7 +80,7 @@ class ModelClient:
         # Connections open on the first request, so a rerun served from the store
         # never even creates a session.
         self._transport = make_transport(spec.transport, spec.base_url, spec.api_key,
-                                         spec.timeout, concurrency)
+                                         spec.timeout, concurrency, spec.connect_timeout)
         # Names the endpoint in error messages (redacted like everything else there).
         self._description = f"{role} {spec.model!r} at {spec.base_url}"
         # Stops every call once the endpoint looks down (see ``harness.breaker``); its

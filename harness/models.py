@@ -39,7 +39,7 @@ TOKEN_LIMIT_KEYS = ("max_tokens", "max_completion_tokens")
 #: Model-dict keys harness reads (besides ``GEN_KEYS``).
 MODEL_KEYS = ("type", "abbr", "path", "model", "base_url", "openai_api_base", "api_base",
               "key", "api_key", "api_key_env", "timeout", "max_attempts", "retry",
-              "rate_limit_timeout", "concurrency", "transport", "api", "rpm", "tpm", "query_per_second",
+              "connect_timeout", "rate_limit_timeout", "concurrency", "transport", "api", "rpm", "tpm", "query_per_second",
               "max_out_len", "generation_kwargs", "extra_body")
 
 #: OpenCompass model keys accepted without effect: they configure a local model or
@@ -138,6 +138,7 @@ def model_settings(cfg: Any) -> dict[str, Any]:
         gen_params=_gen_params(cfg),
         timeout=_positive(cfg, "timeout") or 600.0,
         max_attempts=_positive(cfg, attempts, int) or 6,
+        connect_timeout=_positive(cfg, "connect_timeout") or 10.0,
         rate_limit_timeout=_positive(cfg, "rate_limit_timeout") or 300.0,
         concurrency=_positive(cfg, "concurrency", int),
         transport=_transport(cfg),

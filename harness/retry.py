@@ -113,14 +113,16 @@ def failure_cause(exc: BaseException) -> str:
     openai = sys.modules.get("openai")
     if openai is not None and isinstance(exc, openai.APIStatusError):
         return _first_line(f"HTTP {exc.status_code}: {exc.message}")
+    chain = _chain(exc)
+    if any(isinstance(e, aiohttp.ConnectionTimeoutError) or type(e).__name__ == "ConnectTimeout"
+           for e in chain):  # aiohttp's, or httpx's under the openai transport
+        return "connection timed out (the host never answered)"
     if isinstance(exc, TimeoutError) or (openai is not None
                                          and isinstance(exc, openai.APITimeoutError)):
         return "timed out"
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return "connection dropped by the server"
-    root = exc
-    while root.__cause__ is not None or root.__context__ is not None:
-        root = root.__cause__ or root.__context__  # type: ignore[assignment]
+    root = chain[-1]
     os_error = getattr(exc, "os_error", None) or (root if isinstance(root, OSError) else None)
     if isinstance(os_error, socket.gaierror):
         return "cannot resolve the host name"
@@ -131,6 +133,15 @@ def failure_cause(exc: BaseException) -> str:
     if isinstance(exc, ValueError):
         return "malformed JSON reply"
     return _first_line(str(exc) or type(exc).__name__)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from, outermost first."""
+    chain = [exc]
+    while (cause := chain[-1].__cause__ or chain[-1].__context__) is not None \
+            and len(chain) < 20:
+        chain.append(cause)
+    return chain
 
 
 def _first_line(text: str, limit: int = 120) -> str:

@@ -174,3 +174,35 @@ async def test_a_quota_429_is_not_retried_and_opens_the_breaker():
     assert server.stats.total == 1
     assert "HTTP 429: " in info.value.cause and "exceeded your current quota" in info.value.cause
 
+
+@pytest.mark.timeout(30)
+async def test_a_host_that_never_answers_fails_at_the_connect_timeout():
+    """A black-holed address (SYNs dropped) fails after connect_timeout, not after the
+    whole per-attempt timeout."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(8):  # fill the accept queue: later connects get no answer at all
+        filler = socket.socket()
+        filler.setblocking(False)
+        try:
+            filler.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        fillers.append(filler)
+    black_hole = ModelSpec(abbr="m", model="m", base_url=f"http://127.0.0.1:{port}/v1",
+                           transport=TRANSPORT["name"], timeout=600, connect_timeout=0.3)
+    client = ModelClient(black_hole, policy=RetryPolicy(max_attempts=2, initial=0.01))
+    try:
+        with pytest.raises(ModelCallError) as info:
+            await client.complete(MESSAGES, {"max_tokens": 8})
+    finally:
+        await client.aclose()
+        for sock in (*fillers, listener):
+            sock.close()
+    assert info.value.kind == "timeout"
+    assert info.value.cause == "connection timed out (the host never answered)"
