@@ -81,8 +81,10 @@ class ModelClient:
         # never even creates a session.
         self._transport = make_transport(spec.transport, spec.base_url, spec.api_key,
                                          spec.timeout, concurrency, spec.connect_timeout)
-        # Names the endpoint in error messages (redacted like everything else there).
-        self._description = f"{role} {spec.model!r} at {spec.base_url}"
+        # Names the endpoint in error messages (redacted like everything else there);
+        # a model still to be discovered has no name yet.
+        self._description = (f"{role} {spec.model!r} at {spec.base_url}" if spec.model
+                             else f"{role} endpoint {spec.base_url}")
         # Stops every call once the endpoint looks down (see ``harness.breaker``); its
         # probe sends again the last request that got a usable reply.
         self.breaker = CircuitBreaker(self._description, breaker, self._probe,
@@ -148,7 +150,7 @@ class ModelClient:
             # answer (a context-length stop, nothing to say), so keep it rather than
             # lose the sample.
             if not isinstance(exc.__cause__, UsableReply):
-                raise self._redacted(exc) from None
+                raise self.redacted(exc) from None
             result, tries = exc.__cause__.result, exc.attempts
         self.stats.prompt_tokens += result.prompt_tokens
         self.stats.completion_tokens += result.completion_tokens
@@ -162,7 +164,7 @@ class ModelClient:
                                              self.stats, self._description, self.breaker,
                                              "GET /models")
         except ModelCallError as exc:
-            raise self._redacted(exc) from None
+            raise self.redacted(exc) from None
         items = data.get("data") if isinstance(data, dict) else None
         return [str(m["id"]) for m in items or [] if isinstance(m, dict) and "id" in m]
 
@@ -196,7 +198,7 @@ class ModelClient:
             return False
         return True
 
-    def _redacted(self, exc: ModelCallError) -> ModelCallError:
+    def redacted(self, exc: ModelCallError) -> ModelCallError:
         """``exc`` with this client's API key removed from its texts: a server may echo
         the request, key included (the raw cause, which could hold it, is dropped)."""
         if isinstance(exc, EndpointDownError):

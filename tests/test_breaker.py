@@ -300,3 +300,19 @@ async def test_the_end_of_a_run_says_what_to_try_when_calls_time_out(tmp_path):
     assert result.returncode == 1, err
     assert "model_error: 1 × timed out after 2 attempts" in err
     assert "may be overloaded rather than down: try a longer --timeout or a lower -c" in err
+
+
+async def test_a_dead_endpoint_without_a_model_name_exits_3_naming_it(tmp_path):
+    """Discovering the model name (``/v1/models``) from a dead endpoint is the first call
+    that fails: the message is the breaker's, not advice to give --model."""
+    data = write_arith(tmp_path / "a.jsonl", 50)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    url = f"http://127.0.0.1:{dead_port()}/v1"
+    result = await anyio.run_process(
+        cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--model-base-url", url),
+        env=env(), check=False)
+    err = result.stderr.decode()
+    assert result.returncode == 3, err
+    assert f"model endpoint {url} is down" in err and "connection refused" in err
+    assert "give the model name" not in err
+
