@@ -13,6 +13,7 @@ opens the endpoint's circuit breaker.
 from __future__ import annotations
 
 import random
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -100,7 +101,11 @@ def classify(exc: BaseException) -> Classified:
 
 def failure_cause(exc: BaseException) -> str:
     """What went wrong in one attempt, in a few words that are the same for every attempt
-    that failed the same way (``'connection refused'``, ``'HTTP 500: <first line>'``)."""
+    that failed the same way (``'connection refused'``, ``'HTTP 500: <first line>'``).
+
+    Tokens that differ from one request to the next (request ids, UUIDs, hashes, long
+    numbers such as timestamps) read ``…``, so failures group by cause.
+    """
     import errno
     import socket
 
@@ -129,7 +134,7 @@ def failure_cause(exc: BaseException) -> str:
     if isinstance(os_error, OSError) and os_error.errno == errno.ECONNREFUSED:
         return "connection refused"
     if isinstance(exc, BadResponse):
-        return str(exc)
+        return _first_line(str(exc))
     if isinstance(exc, ValueError):
         return "malformed JSON reply"
     return _first_line(str(exc) or type(exc).__name__)
@@ -144,8 +149,20 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return chain
 
 
+#: A run of hex digits (with dashes: UUIDs, dates) standing on its own, holding a digit.
+_VOLATILE = re.compile(r"(?<![0-9A-Za-z])(?=[0-9A-Fa-f-]*[0-9])[0-9A-Fa-f]+(?:-[0-9A-Fa-f]+)*"
+                       r"(?![0-9A-Za-z])")
+
+
+def _stable(text: str) -> str:
+    """``text`` with request ids, UUIDs, hashes and numbers of 6 digits or more as ``…``
+    (``HTTP 500`` and port numbers stay)."""
+    return _VOLATILE.sub(lambda m: "…" if len(m.group()) >= 6 else m.group(), text)
+
+
 def _first_line(text: str, limit: int = 120) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else text
+    text = _stable(text.strip())
+    line = text.splitlines()[0] if text else text
     return line if len(line) <= limit else line[:limit] + "…"
 
 

@@ -316,3 +316,28 @@ async def test_a_dead_endpoint_without_a_model_name_exits_3_naming_it(tmp_path):
     assert f"model endpoint {url} is down" in err and "connection refused" in err
     assert "give the model name" not in err
 
+
+async def test_failures_group_by_cause_whatever_their_request_ids(tmp_path):
+    """Gateways put a request id in every error text; the causes counted at the end of
+    the run read it as '…', so one cause is one line."""
+    import re
+    import uuid
+
+    data = write_arith(tmp_path / "a.jsonl", 20)
+
+    def upstream(body):
+        if int(re.search(r"What is (\d+)", str(body)).group(1)) % 2:
+            raise RuntimeError(f"upstream error (request id req_{uuid.uuid4().hex[:12]}, "
+                               f"{uuid.uuid4()})")
+        return arith_reply(body)
+
+    async with FakeOpenAI(responder=upstream, record=False) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data,
+                           models=[model_cfg(srv.base_url, max_attempts=2)])
+        result = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q"), env=env(), check=False)
+    err = result.stderr.decode()
+    assert result.returncode == 1, err
+    assert ("model_error: 10 × HTTP 500: FakeOpenAI responder raised RuntimeError('upstream "
+            "error (request id req_…, …)') after 2 attempts") in err
+
