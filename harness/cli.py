@@ -282,8 +282,13 @@ def _pending_lines(summaries: list[dict]) -> list[str]:
     lines = [f"{status}: {n} × {cause}"
              for (status, cause), n in sorted(causes.items(), key=lambda kv: -kv[1])]
     statuses = sorted({status for status, _ in causes})
-    return lines + [f"{status}: {_PENDING_ADVICE.get(status, 'see the details')}"
-                    for status in statuses]
+    lines += [f"{status}: {_PENDING_ADVICE.get(status, 'see the details')}"
+              for status in statuses]
+    if any(cause.startswith("timed out") for _, cause in causes):
+        lines.append("timed out: the endpoint may be overloaded rather than down: try a "
+                     "longer --timeout or a lower -c (for a judge: its timeout or "
+                     "concurrency in judge_cfg)")
+    return lines
 
 
 def _judge_lines(summaries: list[dict]) -> list[str]:

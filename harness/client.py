@@ -24,6 +24,12 @@ from .urls import MASK, redact_text, redact_url
 
 Logprobs = tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...]
 
+#: What to try when every call to an endpoint timed out (it may be overloaded), by role.
+SLOW_HINTS = {
+    "model": "try a longer --timeout (or the model's timeout) or a lower -c",
+    "judge": "try a longer timeout or a lower concurrency in judge_cfg",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class CallResult:
@@ -67,20 +73,25 @@ class ModelClient:
         # With ``rpm``/``tpm`` set, every attempt takes a paced slot of this
         # ``harness.ratelimit.RateLimiter``, and a 429 pauses the pacing for every caller.
         self.limiter = pacer(spec.rpm, spec.tpm)
-        self.policy = policy or RetryPolicy(max_attempts=spec.max_attempts)
+        self.policy = policy or RetryPolicy(max_attempts=spec.max_attempts,
+                                            rate_limit_timeout=spec.rate_limit_timeout)
         # Optional progress counters (``in_flight``): requests actually on the wire,
         # not callers waiting for a slot or a retry.
         self._counts = counts
         # Connections open on the first request, so a rerun served from the store
         # never even creates a session.
         self._transport = make_transport(spec.transport, spec.base_url, spec.api_key,
-                                         spec.timeout, concurrency)
-        # Names the endpoint in error messages (redacted like everything else there).
-        self._description = f"{role} {spec.model!r} at {redact_url(spec.base_url)}"
+                                         spec.timeout, concurrency, spec.connect_timeout)
+        # Names the endpoint in error messages (redacted like everything else there);
+        # a model still to be discovered has no name yet.
+        url = redact_url(spec.base_url)
+        self._description = (f"{role} {spec.model!r} at {url}" if spec.model
+                             else f"{role} endpoint {url}")
         # Stops every call once the endpoint looks down (see ``harness.breaker``); its
-        # probe sends again the last request that was answered.
-        self.breaker = CircuitBreaker(self._description, breaker, self._probe)
-        self._last_answered: tuple[dict[str, Any], str] | None = None
+        # probe sends again the last request that got a usable reply.
+        self.breaker = CircuitBreaker(self._description, breaker, self._probe,
+                                      slow_hint=SLOW_HINTS.get(role, ""))
+        self._last_answered: tuple[dict[str, Any], str, int | None] | None = None
 
     async def aclose(self) -> None:
         """Close the HTTP session (if one was opened)."""
@@ -125,8 +136,7 @@ class ModelClient:
             finally:
                 if self._counts is not None:
                     self._counts.in_flight -= 1
-            self._last_answered = (body, path)
-            result = _read(data, max_tokens)  # BadResponse (retried) if malformed
+            result = self._answered(data, (body, path, max_tokens))
             if self.limiter is not None:
                 actual = result.prompt_tokens + result.completion_tokens
                 if actual:
@@ -135,13 +145,14 @@ class ModelClient:
 
         try:
             result, tries = await self.policy.call(send if self._slots is None else attempt,
-                                                   self.stats, self._description, self.breaker)
+                                                   self.stats, self._description, self.breaker,
+                                                   body)
         except ModelCallError as exc:
             # Still cut short or empty after the retries: that is the model's real
             # answer (a context-length stop, nothing to say), so keep it rather than
             # lose the sample.
             if not isinstance(exc.__cause__, UsableReply):
-                raise self._redacted(exc) from None
+                raise self.redacted(exc) from None
             result, tries = exc.__cause__.result, exc.attempts
         self.stats.prompt_tokens += result.prompt_tokens
         self.stats.completion_tokens += result.completion_tokens
@@ -152,25 +163,44 @@ class ModelClient:
         """The model names the endpoint serves (``GET /models``), under the same policy."""
         try:
             data, _ = await self.policy.call(lambda: self._transport.get("/models"),
-                                             self.stats, self._description, self.breaker)
+                                             self.stats, self._description, self.breaker,
+                                             "GET /models")
         except ModelCallError as exc:
-            raise self._redacted(exc) from None
+            raise self.redacted(exc) from None
         items = data.get("data") if isinstance(data, dict) else None
         return [str(m["id"]) for m in items or [] if isinstance(m, dict) and "id" in m]
 
-    async def _probe(self) -> bool:
-        """Whether the endpoint answers the last request it answered before (any reply
-        it sends with a success status counts), for the circuit breaker."""
+    def _answered(self, data: Any, request: tuple[dict[str, Any], str, int | None]) -> CallResult:
+        """``data`` read as a completion (``BadResponse`` if harness cannot score it).
+
+        Only a reply harness can score (an empty or cut-short one included: it is kept
+        as the model's answer) counts as answered: ``request`` becomes the one the
+        breaker's probe sends again. A 200 with no choices or no content is no answer.
+        """
+        try:
+            result = _read(data, request[2])
+        except UsableReply:
+            self._last_answered = request
+            raise
+        self._last_answered = request
+        return result
+
+    async def _probe(self) -> bool | None:
+        """For the circuit breaker: whether the endpoint gives a usable reply to the last
+        request it gave one to; ``None`` if it never gave one."""
         if self._last_answered is None:
-            return False
+            return None
+        body, path, max_tokens = self._last_answered
         self.stats.requests += 1
         try:
-            await self._transport.post(*self._last_answered)
+            _read(await self._transport.post(body, path), max_tokens)
+        except UsableReply:
+            return True
         except Exception:  # noqa: BLE001 - any failure means: no answer
             return False
         return True
 
-    def _redacted(self, exc: ModelCallError) -> ModelCallError:
+    def redacted(self, exc: ModelCallError) -> ModelCallError:
         """``exc`` with this client's API key removed from its texts: a server may echo
         the request, key included (the raw cause, which could hold it, is dropped)."""
         if isinstance(exc, EndpointDownError):
@@ -221,6 +251,10 @@ def _read(data: Any, max_tokens: int | None) -> CallResult:
     malformed, ``UsableReply`` for one worth asking again."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        error = data.get("error") if isinstance(data, dict) else None
+        if error:  # a gateway passing on its backend's failure with a 200
+            message = error.get("message") if isinstance(error, dict) else None
+            raise BadResponse(f"an error with status 200: {message or error}")
         raise BadResponse("the response has no choices")
     choice = choices[0]
     message = choice.get("message")

@@ -108,7 +108,10 @@ class ModelCallError(HarnessError):
 
     @property
     def outcome(self) -> str:
-        """``cause`` and the attempts it took, e.g. ``'HTTP 429 after 6 attempts'``."""
+        """``cause`` and the attempts it took, e.g. ``'HTTP 500 after 6 attempts'``; a
+        429 is retried for a time, not a count, so it says so instead."""
+        if self.kind == "rate_limit":
+            return f"{self.cause} (still rate limited at the end of its rate_limit_timeout)"
         return f"{self.cause} after {self.attempts} attempt{'s' * (self.attempts != 1)}"
 
 

@@ -41,8 +41,8 @@ TOKEN_LIMIT_KEYS = ("max_tokens", "max_completion_tokens")
 #: Model-dict keys harness reads (besides ``GEN_KEYS``).
 MODEL_KEYS = ("type", "abbr", "path", "model", "base_url", "openai_api_base", "api_base",
               "key", "api_key", "api_key_env", "timeout", "max_attempts", "retry",
-              "concurrency", "transport", "api", "rpm", "tpm", "query_per_second",
-              "max_out_len", "generation_kwargs", "extra_body")
+              "connect_timeout", "rate_limit_timeout", "concurrency", "transport", "api", "rpm",
+              "tpm", "query_per_second", "max_out_len", "generation_kwargs", "extra_body")
 
 #: OpenCompass model keys accepted without effect: they configure a local model or
 #: OpenCompass's own runner (batching, tokenizer, context length, chat template,
@@ -140,6 +140,10 @@ def model_settings(cfg: Any) -> dict[str, Any]:
         gen_params=_gen_params(cfg),
         timeout=positive(cfg.get("timeout"), "timeout", float, MAX_TIMEOUT) or 600.0,
         max_attempts=positive(cfg.get(attempts), attempts, int, MAX_ATTEMPTS) or 6,
+        connect_timeout=positive(cfg.get("connect_timeout"), "connect_timeout", float,
+                                 MAX_TIMEOUT) or 10.0,
+        rate_limit_timeout=positive(cfg.get("rate_limit_timeout"), "rate_limit_timeout", float,
+                                    MAX_TIMEOUT) or 300.0,
         concurrency=positive(cfg.get("concurrency"), "concurrency", int, MAX_CONCURRENCY),
         transport=_transport(cfg),
         api=_api(cfg),

@@ -53,7 +53,9 @@ class ModelSpec:
     ``api_key`` is held in memory only: it is excluded from ``identity()`` (so it never
     reaches the store or a key) and from ``repr``. ``rpm``/``tpm`` pace the calls
     (requests and tokens per minute) and ``concurrency`` caps the calls in flight, for a
-    model under evaluation as for a judge.
+    model under evaluation as for a judge. ``timeout`` bounds one attempt,
+    ``connect_timeout`` the opening of a connection, ``max_attempts`` the attempts that
+    fail other than by a 429, and ``rate_limit_timeout`` how long a call retries 429s.
     """
 
     abbr: str
@@ -63,6 +65,8 @@ class ModelSpec:
     gen_params: Mapping[str, Any] = field(default_factory=dict)
     timeout: float = 600.0
     max_attempts: int = 6
+    connect_timeout: float = 10.0
+    rate_limit_timeout: float = 300.0
     concurrency: int | None = None
     endpoint_id: str | None = None
     transport: str = "aiohttp"

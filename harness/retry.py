@@ -1,21 +1,26 @@
 """The one retry policy for every model and judge call.
 
-Transient failures retry with exponential backoff and full jitter, bounded in attempts:
-429 (waiting at least its ``Retry-After``), 5xx, per-attempt timeouts, dropped
-connections and malformed responses. Client errors (400/401/403/404/422) never retry:
-the same request would fail the same way. 401/403/404 mean every later call fails too,
-so they become ``PermanentModelError`` and stop the run with one message.
+Transient failures retry with exponential backoff and full jitter: 5xx, per-attempt
+timeouts, dropped connections and malformed responses bounded in attempts, 429 bounded
+in time (waiting at least its ``Retry-After``: a 429 says "later", not "no", so a storm
+is ridden out however many attempts that takes). Client errors (400/401/403/404/422)
+never retry: the same request would fail the same way. 401/403/404 mean every later call
+fails too, so they become ``PermanentModelError`` and stop the run with one message; a
+429 saying the quota is used up (``insufficient_quota``) is not retried either, and
+opens the endpoint's circuit breaker.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
 import anyio
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from .errors import EndpointDownError, ModelCallError, PermanentModelError
 
@@ -75,7 +80,7 @@ def classify(exc: BaseException) -> Classified:
     if isinstance(exc, TimeoutError):
         return Classified("timeout", True)
     if isinstance(exc, HTTPStatusError):
-        return _by_status(exc.status, exc.headers)
+        return _by_status(exc.status, exc.headers, exc.code)
     if isinstance(exc, aiohttp.ClientError):
         return Classified("connection", True)
     openai = sys.modules.get("openai")  # only loaded when the SDK transport is in use
@@ -83,7 +88,8 @@ def classify(exc: BaseException) -> Classified:
         if isinstance(exc, openai.APITimeoutError):
             return Classified("timeout", True)
         if isinstance(exc, openai.APIStatusError):
-            return _by_status(exc.status_code, exc.response.headers)
+            return _by_status(exc.status_code, exc.response.headers,
+                              getattr(exc, "code", None) or getattr(exc, "type", None))
         if isinstance(exc, openai.APIConnectionError):
             return Classified("connection", True)
     if isinstance(exc, BadResponse):
@@ -95,7 +101,11 @@ def classify(exc: BaseException) -> Classified:
 
 def failure_cause(exc: BaseException) -> str:
     """What went wrong in one attempt, in a few words that are the same for every attempt
-    that failed the same way (``'connection refused'``, ``'HTTP 500: <first line>'``)."""
+    that failed the same way (``'connection refused'``, ``'HTTP 500: <first line>'``).
+
+    Tokens that differ from one request to the next (request ids, UUIDs, hashes, long
+    numbers such as timestamps) read ``…``, so failures group by cause.
+    """
     import errno
     import socket
 
@@ -108,33 +118,58 @@ def failure_cause(exc: BaseException) -> str:
     openai = sys.modules.get("openai")
     if openai is not None and isinstance(exc, openai.APIStatusError):
         return _first_line(f"HTTP {exc.status_code}: {exc.message}")
+    chain = _chain(exc)
+    if any(isinstance(e, aiohttp.ConnectionTimeoutError) or type(e).__name__ == "ConnectTimeout"
+           for e in chain):  # aiohttp's, or httpx's under the openai transport
+        return "connection timed out (the host never answered)"
     if isinstance(exc, TimeoutError) or (openai is not None
                                          and isinstance(exc, openai.APITimeoutError)):
         return "timed out"
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return "connection dropped by the server"
-    root = exc
-    while root.__cause__ is not None or root.__context__ is not None:
-        root = root.__cause__ or root.__context__  # type: ignore[assignment]
+    root = chain[-1]
     os_error = getattr(exc, "os_error", None) or (root if isinstance(root, OSError) else None)
     if isinstance(os_error, socket.gaierror):
         return "cannot resolve the host name"
     if isinstance(os_error, OSError) and os_error.errno == errno.ECONNREFUSED:
         return "connection refused"
     if isinstance(exc, BadResponse):
-        return str(exc)
+        return _first_line(str(exc))
     if isinstance(exc, ValueError):
         return "malformed JSON reply"
     return _first_line(str(exc) or type(exc).__name__)
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from, outermost first."""
+    chain = [exc]
+    while (cause := chain[-1].__cause__ or chain[-1].__context__) is not None \
+            and len(chain) < 20:
+        chain.append(cause)
+    return chain
+
+
+#: A run of hex digits (with dashes: UUIDs, dates) standing on its own, holding a digit.
+_VOLATILE = re.compile(r"(?<![0-9A-Za-z])(?=[0-9A-Fa-f-]*[0-9])[0-9A-Fa-f]+(?:-[0-9A-Fa-f]+)*"
+                       r"(?![0-9A-Za-z])")
+
+
+def _stable(text: str) -> str:
+    """``text`` with request ids, UUIDs, hashes and numbers of 6 digits or more as ``…``
+    (``HTTP 500`` and port numbers stay)."""
+    return _VOLATILE.sub(lambda m: "…" if len(m.group()) >= 6 else m.group(), text)
+
+
 def _first_line(text: str, limit: int = 120) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else text
+    text = _stable(text.strip())
+    line = text.splitlines()[0] if text else text
     return line if len(line) <= limit else line[:limit] + "…"
 
 
-def _by_status(status: int, headers: Any) -> Classified:
+def _by_status(status: int, headers: Any, code: Any = None) -> Classified:
     if status == 429:
+        if code == "insufficient_quota":  # OpenAI's: no wait clears it
+            return Classified("quota", False, status)
         return Classified("rate_limit", True, status, _retry_after(headers))
     if status >= 500:
         return Classified("server_error", True, status, _retry_after(headers))
@@ -168,27 +203,33 @@ KIND_ATTEMPTS = {"truncated": 2}
 class RetryPolicy:
     """Bounded exponential backoff with full jitter; ``Retry-After`` is a floor.
 
-    A call gets ``max_attempts`` attempts, but at most ``KIND_ATTEMPTS[kind]`` of them
-    fail with a failure of ``kind``.
+    A call gets ``max_attempts`` attempts that fail other than by a 429, but at most
+    ``KIND_ATTEMPTS[kind]`` of them fail with a failure of ``kind``. 429s are retried
+    while the call is younger than ``rate_limit_timeout`` seconds, however many attempts
+    that takes: a rate limit is waited out, not counted.
     """
 
     max_attempts: int = 6
     initial: float = 0.5
     maximum: float = 30.0
+    rate_limit_timeout: float = 300.0
 
     def delay(self, exc: BaseException | None, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
         info = classify(exc) if exc is not None else None
         if info and info.retry_after is not None:
             return min(MAX_RETRY_AFTER, info.retry_after) + random.uniform(0, self.initial)
-        return random.uniform(0, min(self.maximum, self.initial * 2 ** (attempt - 1)))
+        # The exponent is capped: 429s are retried for a time, which can be many attempts.
+        return random.uniform(0, min(self.maximum, self.initial * 2 ** min(attempt - 1, 32)))
 
     async def call(self, attempt: Callable[[], Awaitable[T]], stats: CallStats,
-                   describe: str, breaker: CircuitBreaker | None = None) -> tuple[T, int]:
+                   describe: str, breaker: CircuitBreaker | None = None,
+                   request: object = None) -> tuple[T, int]:
         """Run ``attempt`` under the policy; return ``(result, attempts_made)``.
 
-        ``breaker``, the endpoint's circuit breaker, hears of every attempt and stops
-        them all with ``EndpointDownError`` once the endpoint looks down.
+        ``breaker``, the endpoint's circuit breaker, hears of every attempt (at
+        ``request``, the body sent) and stops them all with ``EndpointDownError`` once
+        the endpoint looks down.
 
         A failure for good raises ``ModelCallError`` (or ``PermanentModelError`` for
         auth/not-found errors) with the attempt count, translated from the transport error.
@@ -196,6 +237,7 @@ class RetryPolicy:
 
         tries = 0
         failed: dict[str, int] = {}  # failures of this call, by kind
+        started = time.monotonic()
 
         async def counted() -> T:
             nonlocal tries
@@ -210,7 +252,8 @@ class RetryPolicy:
                 stats.count(kind)
                 failed[kind] = failed.get(kind, 0) + 1
                 if breaker is not None:
-                    await breaker.failure(kind, failure_cause(exc))
+                    await breaker.failure(kind, failure_cause(exc), request)
+                    breaker.check()  # opened by this failure: the run stops, whatever it was
                 raise
             if breaker is not None:
                 breaker.success()
@@ -218,8 +261,13 @@ class RetryPolicy:
 
         def retryable(exc: BaseException) -> bool:
             info = classify(exc)
-            return info.retryable and failed.get(info.kind, 0) < KIND_ATTEMPTS.get(
-                info.kind, self.max_attempts)
+            if not info.retryable:
+                return False
+            if info.kind == "rate_limit":
+                return time.monotonic() - started < self.rate_limit_timeout
+            return (tries - failed.get("rate_limit", 0) < self.max_attempts
+                    and failed.get(info.kind, 0) < KIND_ATTEMPTS.get(info.kind,
+                                                                    self.max_attempts))
 
         try:
             # Most calls succeed at once: only a failure pays for building the
@@ -227,7 +275,7 @@ class RetryPolicy:
             try:
                 return await counted(), tries
             except Exception as exc:
-                if self.max_attempts <= 1 or not retryable(exc):
+                if not retryable(exc):
                     raise
                 stats.retries += 1
                 await anyio.sleep(self.delay(exc, 1))
@@ -245,7 +293,8 @@ class RetryPolicy:
 
     def _retrying(self, stats: CallStats,
                   retryable: Callable[[BaseException], bool]) -> AsyncRetrying:
-        """The tenacity loop for attempts 2..max (attempt 1 already failed)."""
+        """The tenacity loop for attempts 2.. (attempt 1 already failed); ``retryable``
+        decides when it stops."""
 
         def before_sleep(state: RetryCallState) -> None:
             stats.retries += 1
@@ -255,7 +304,6 @@ class RetryPolicy:
             return self.delay(exc, state.attempt_number + 1)
 
         return AsyncRetrying(
-            stop=stop_after_attempt(self.max_attempts - 1),
             wait=wait,
             retry=retry_if_exception(retryable),
             sleep=anyio.sleep,

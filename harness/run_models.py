@@ -118,9 +118,14 @@ def unique_abbrs(specs: list[ModelSpec]) -> list[ModelSpec]:
 
 
 async def discover_name(spec: ModelSpec) -> ModelSpec:
-    """Fill a missing model name from ``/v1/models``; also catches a bad key or URL early."""
+    """Fill a missing model name from ``/v1/models``; also catches a bad key or URL early.
+
+    An endpoint that cannot be reached (refused, timed out, 5xx) is down: its breaker's
+    ``EndpointDownError``, as a run would end with once it gave up on the endpoint.
+    """
     if spec.model:
         return spec
+    from .breaker import DOWN_KINDS
     from .client import ModelClient
 
     client = ModelClient(replace(spec, max_attempts=min(spec.max_attempts, 3)),
@@ -130,6 +135,8 @@ async def discover_name(spec: ModelSpec) -> ModelSpec:
     except ModelCallError as exc:
         if isinstance(exc, PermanentModelError):
             raise
+        if exc.kind in DOWN_KINDS:
+            raise client.redacted(client.breaker.error()) from None
         raise PermanentModelError(f"{exc}; give the model name with --model",
                                   kind=exc.kind, status=exc.status) from None
     finally:

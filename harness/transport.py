@@ -2,7 +2,9 @@
 interchangeable transports.
 
 Each bounds one attempt with a hard deadline (``timeout``), so a stalled socket can
-never hang a run.
+never hang a run, and opening a connection with a shorter one (``connect_timeout``, or
+``timeout`` if that is shorter), so a host that never answers (a wrong address behind a
+firewall, a machine that is off) fails in seconds rather than after a whole ``timeout``.
 
 ``aiohttp`` (the default) posts the JSON body on one pooled ``aiohttp`` session and
 reads the reply as plain JSON. ``openai`` sends the same body through
@@ -26,16 +28,22 @@ from typing import Any, Mapping
 #: The transports a model or judge config may name (``transport='openai'``).
 TRANSPORTS = ("aiohttp", "openai")
 
+#: Default seconds to open a connection (a model's ``connect_timeout``).
+CONNECT_TIMEOUT = 10.0
+
 
 class HTTPStatusError(Exception):
-    """The server answered 4xx/5xx; ``headers`` keep ``Retry-After``."""
+    """The server answered 4xx/5xx; ``headers`` keep ``Retry-After``, ``code`` the error
+    body's ``code`` (or ``type``), such as ``insufficient_quota``."""
 
     def __init__(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
-        self.status, self.headers = status, headers
+        self.status, self.headers, self.code = status, headers, None
         text = body[:500].decode("utf-8", "replace").strip()
         try:
             error = json.loads(body).get("error", {})
-            text = error.get("message", text) if isinstance(error, dict) else text
+            if isinstance(error, dict):
+                text = error.get("message", text)
+                self.code = error.get("code") or error.get("type")
         except (ValueError, AttributeError):
             pass
         super().__init__(f"HTTP {status}: {text}")
@@ -44,11 +52,13 @@ class HTTPStatusError(Exception):
 class AiohttpTransport:
     """POST to the endpoint on a pooled aiohttp session (made on first use)."""
 
-    def __init__(self, base_url: str, api_key: str, timeout: float, concurrency: int) -> None:
+    def __init__(self, base_url: str, api_key: str, timeout: float, concurrency: int,
+                 connect_timeout: float = CONNECT_TIMEOUT) -> None:
         # A query in the base URL (``?api-version=…``) goes after the path of each call.
         base, _, query = base_url.partition("?")
         self._base, self._query = base.rstrip("/"), f"?{query}" if query else ""
         self._api_key, self._timeout, self._concurrency = api_key, timeout, concurrency
+        self._connect_timeout = min(timeout, connect_timeout)
         self._session: Any = None
 
     async def post(self, body: Mapping[str, Any], path: str = "/chat/completions") -> Any:
@@ -76,7 +86,8 @@ class AiohttpTransport:
         connector = aiohttp.TCPConnector(limit=self._concurrency, ttl_dns_cache=300)
         # ``total`` is the hard deadline of one attempt, however the server stalls
         # (headers never sent, or a body trickled byte by byte).
-        timeout = aiohttp.ClientTimeout(total=self._timeout, sock_connect=self._timeout)
+        timeout = aiohttp.ClientTimeout(total=self._timeout,
+                                        sock_connect=self._connect_timeout)
         headers = {"Content-Type": "application/json",
                    "Authorization": f"Bearer {self._api_key or 'EMPTY'}"}
         self._session = aiohttp.ClientSession(connector=connector, timeout=timeout,
@@ -92,8 +103,10 @@ class AiohttpTransport:
 class OpenAITransport:
     """The same request through ``openai.AsyncOpenAI`` with its aiohttp transport."""
 
-    def __init__(self, base_url: str, api_key: str, timeout: float, concurrency: int) -> None:
+    def __init__(self, base_url: str, api_key: str, timeout: float, concurrency: int,
+                 connect_timeout: float = CONNECT_TIMEOUT) -> None:
         self._args = (base_url, api_key, timeout, concurrency)
+        self._connect_timeout = min(timeout, connect_timeout)
         self._client: Any = None
 
     async def post(self, body: Mapping[str, Any], path: str = "/chat/completions") -> Any:
@@ -122,10 +135,11 @@ class OpenAITransport:
         import httpx2
         import openai
 
-        base_url, api_key, timeout, concurrency = self._args
+        base_url, api_key, seconds, concurrency = self._args
         self._response_type = httpx2.Response
         limits = httpx2.Limits(max_connections=concurrency,
                                max_keepalive_connections=concurrency)
+        timeout = httpx2.Timeout(seconds, connect=self._connect_timeout)
         self._client = openai.AsyncOpenAI(
             base_url=base_url, api_key=api_key or "EMPTY", max_retries=0, timeout=timeout,
             http_client=openai.DefaultAioHttpClient(timeout=timeout, limits=limits))
@@ -138,10 +152,11 @@ class OpenAITransport:
 
 
 def make_transport(name: str, base_url: str, api_key: str, timeout: float,
-                   concurrency: int) -> AiohttpTransport | OpenAITransport:
+                   concurrency: int, connect_timeout: float = CONNECT_TIMEOUT
+                   ) -> AiohttpTransport | OpenAITransport:
     """The transport called ``name`` (see ``TRANSPORTS``)."""
     if name == "openai":
-        return OpenAITransport(base_url, api_key, timeout, concurrency)
+        return OpenAITransport(base_url, api_key, timeout, concurrency, connect_timeout)
     if name == "aiohttp":
-        return AiohttpTransport(base_url, api_key, timeout, concurrency)
+        return AiohttpTransport(base_url, api_key, timeout, concurrency, connect_timeout)
     raise ValueError(f"unknown transport {name!r}; use one of {', '.join(TRANSPORTS)}")

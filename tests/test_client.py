@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.client import ModelClient
-from harness.errors import ModelCallError, PermanentModelError
+from harness.errors import EndpointDownError, ModelCallError, PermanentModelError
 from harness.records import ModelSpec
 from harness.retry import RetryPolicy, classify
 from harness.testing import FakeOpenAI, Fault, fail_first
@@ -120,6 +120,7 @@ def test_backoff_grows_and_is_capped():
     exc = TimeoutError()
     assert all(0 <= policy.delay(exc, 1) <= 1.0 for _ in range(50))
     assert all(0 <= policy.delay(exc, 10) <= 4.0 for _ in range(50))
+    assert 0 <= policy.delay(exc, 5000) <= 4.0  # many 429s: no overflow
     assert max(policy.delay(exc, 10) for _ in range(200)) > 1.0
 
 
@@ -136,3 +137,72 @@ def test_malformed_replies_are_bad_responses_to_retry(data):
 
     with pytest.raises(BadResponse):
         _read(data, None)
+
+
+async def test_a_429_storm_is_waited_out_however_many_attempts_it_takes():
+    """429s are bounded in time, not attempts: a storm outlasting max_attempts' worth of
+    backoff is ridden out."""
+    import time
+
+    start: list[float] = []
+
+    def storm(body, attempt):
+        start[:] = start or [time.monotonic()]  # from the first request on
+        return Fault("rate_limit") if time.monotonic() - start[0] < 0.5 else None
+
+    async with FakeOpenAI(faults=storm) as server:
+        result, client = await call(server, RetryPolicy(max_attempts=2, initial=0.01,
+                                                        maximum=0.05))
+    assert result.text == "hello" and result.attempts > 2
+    assert client.stats.rate_limited == result.attempts - 1
+
+
+async def test_429s_are_retried_until_their_time_budget_runs_out():
+    policy = RetryPolicy(max_attempts=2, initial=0.01, maximum=0.05, rate_limit_timeout=0.3)
+    async with FakeOpenAI(faults=fail_first(10_000, "rate_limit")) as server:
+        with pytest.raises(ModelCallError) as info:
+            await call(server, policy)
+    assert info.value.kind == "rate_limit" and info.value.attempts > 2
+    assert info.value.outcome.endswith("(still rate limited at the end of its "
+                                       "rate_limit_timeout)")
+
+
+async def test_a_quota_429_is_not_retried_and_opens_the_breaker():
+    async with FakeOpenAI(faults=fail_first(5, "quota")) as server:
+        with pytest.raises(EndpointDownError) as info:
+            await call(server)
+    assert server.stats.total == 1
+    assert "HTTP 429: " in info.value.cause and "exceeded your current quota" in info.value.cause
+
+
+@pytest.mark.timeout(30)
+async def test_a_host_that_never_answers_fails_at_the_connect_timeout():
+    """A black-holed address (SYNs dropped) fails after connect_timeout, not after the
+    whole per-attempt timeout."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(8):  # fill the accept queue: later connects get no answer at all
+        filler = socket.socket()
+        filler.setblocking(False)
+        try:
+            filler.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        fillers.append(filler)
+    black_hole = ModelSpec(abbr="m", model="m", base_url=f"http://127.0.0.1:{port}/v1",
+                           transport=TRANSPORT["name"], timeout=600, connect_timeout=0.3)
+    client = ModelClient(black_hole, policy=RetryPolicy(max_attempts=2, initial=0.01))
+    try:
+        with pytest.raises(ModelCallError) as info:
+            await client.complete(MESSAGES, {"max_tokens": 8})
+    finally:
+        await client.aclose()
+        for sock in (*fillers, listener):
+            sock.close()
+    assert info.value.kind == "timeout"
+    assert info.value.cause == "connection timed out (the host never answered)"

@@ -191,7 +191,8 @@ async def test_text_completion_drops_reasoning() -> None:
 # a kind of failure, or (answer, finish_reason, usage.completion_tokens).
 FAULT_OUTCOMES: dict[str, object] = {
     "rate_limit": 429, "server_error": 500, "unauthorized": 401, "not_found": 404,
-    "bad_request": 400, "drop": "no response", "stall": "no response",
+    "bad_request": 400, "quota": 429, "drop": "no response", "stall": "no response",
+    "error_200": "no choices",
     "malformed_json": "not JSON", "empty_choices": "no choices",
     "slow": (PROMPT, "stop", 5), "length": ("What is six ", "length", 3),
     "null_content": (None, "stop", 0), "empty_content": ("", "stop", 5),

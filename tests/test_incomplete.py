@@ -43,7 +43,7 @@ async def test_a_failing_judge_leaves_its_samples_pending_with_bounds(tmp_path, 
     async with FakeOpenAI(responder=model_and_judge, faults=judge_fails(JUDGE_DOWN[kind]),
                           models=("fake-model", JUDGE_MODEL)) as srv:
         cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url,
-                                 judge={"max_attempts": 2})
+                                 judge={"max_attempts": 2, "rate_limit_timeout": 0.2})
         report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
     result = report.result("arith")
     pending = WANT["rule_failures"]

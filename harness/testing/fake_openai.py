@@ -209,6 +209,8 @@ class FakeOpenAI:
             return _drop(request)
         if kind == "malformed_json":
             return self._send(200, MALFORMED_JSON)
+        if kind == "error_200":
+            return self._send(200, dumps(error_body("server_error")[1]))
         try:
             reply, billed = await self._shaped_reply(body, fault)
         except Exception as exc:  # noqa: BLE001 - a broken responder is a test bug to show

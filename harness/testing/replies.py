@@ -47,8 +47,8 @@ except ImportError:  # pragma: no cover - orjson is optional
 
 FaultKind = Literal[
     "rate_limit", "server_error", "slow", "stall", "drop", "malformed_json",
-    "empty_choices", "length", "null_content", "empty_content", "unauthorized", "not_found",
-    "bad_request",
+    "empty_choices", "error_200", "length", "null_content", "empty_content", "unauthorized",
+    "not_found", "bad_request", "quota",
 ]
 FAULT_KINDS: frozenset[str] = frozenset(get_args(FaultKind))
 """Every fault kind :class:`Fault` accepts."""
@@ -127,6 +127,8 @@ class Fault:
     - ``drop``: close the connection without any response.
     - ``malformed_json``: 200 whose body is not valid JSON.
     - ``empty_choices``: 200 with ``choices: []``.
+    - ``error_200``: 200 whose body is an OpenAI-style error object (``{"error": {...}}``),
+      as some gateways answer when the backend behind them fails.
     - ``length``: ``finish_reason='length'`` and the content cut to ``keep`` characters
       (default: half of it).
     - ``null_content``: ``content: null`` (``text: null`` on the completions route).
@@ -135,6 +137,8 @@ class Fault:
       or a reasoning model that put everything in ``reasoning_content``, answers.
     - ``unauthorized`` / ``not_found`` / ``bad_request``: 401 / 404 model-not-found / 400,
       each with an OpenAI-style error body.
+    - ``quota``: 429 with OpenAI's ``insufficient_quota`` body (the account's quota is used
+      up: every request gets it until someone pays).
     """
 
     kind: FaultKind
@@ -226,6 +230,8 @@ _ERRORS = {  # kind -> (status, type, code, message)
     "not_found": (404, "invalid_request_error", "model_not_found",
                   "The model `{model}` does not exist"),
     "bad_request": (400, "invalid_request_error", None, "Invalid request."),
+    "quota": (429, "insufficient_quota", "insufficient_quota",
+              "You exceeded your current quota, please check your plan and billing details."),
 }
 ERROR_KINDS: frozenset[str] = frozenset(_ERRORS)
 """Fault kinds answered with an HTTP error status and an OpenAI-style error body."""
