@@ -104,7 +104,7 @@ def _add_report_commands(sub: argparse._SubParsersAction) -> None:
     compare = sub.add_parser("compare", help="compare two work directories sample by sample",
                              description="For every (model, dataset) in both work "
                              "directories: the samples whose verdict changed, fixed/broken "
-                             "counts, and the accuracy difference with a paired 95%% "
+                             "counts, and the accuracy difference with a paired 95% "
                              "confidence interval.")
     compare.add_argument("work_dir_a", help="the baseline run's work directory")
     compare.add_argument("work_dir_b", help="the run to compare with it")
@@ -250,6 +250,12 @@ def _compare(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2, ensure_ascii=False, default=str))
     else:
         print(format_text(result, args.max_changed))
+    if not result["pairs"]:
+        # Nothing compared is not a comparison: a mistyped directory must not pass a script.
+        print(f"error: {args.work_dir_a} and {args.work_dir_b} have no (model, dataset) in "
+              "common; compare two runs of the same models on the same datasets",
+              file=sys.stderr)
+        return EXIT_CONFIG
     return EXIT_OK
 
 

@@ -185,3 +185,21 @@ async def test_cli_missing_directory_exits_2(tmp_path):
     result = await anyio.run_process(cli("compare", str(tmp_path / "x"), str(tmp_path)),
                                      env=env, check=False)
     assert result.returncode == 2 and b"no such directory" in result.stderr
+
+
+async def test_cli_with_nothing_in_common_exits_2(two_runs, tmp_path):
+    other = tmp_path / "C"
+    (other / "results" / "fake").mkdir(parents=True)
+    (other / "results" / "fake" / "other.json").write_text(json.dumps(
+        {"model": "fake", "dataset": "other", "total": 0, "scored": 0, "correct": 0}))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = await anyio.run_process(cli("compare", str(two_runs[0]), str(other)), env=env,
+                                     check=False)
+    assert result.returncode == 2
+    assert b"no (model, dataset) in common" in result.stderr
+
+
+async def test_cli_help_shows_a_plain_percent_sign():
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = await anyio.run_process(cli("compare", "--help"), env=env, check=False)
+    assert b"paired 95% " in result.stdout and b"%%" not in result.stdout
