@@ -284,16 +284,18 @@ def _build_reader(cfg: Mapping[str, Any], base: Path) -> CustomDataset:
         raise ConfigError(f"unsupported dataset type {kind!r}; use CustomDataset", field="type")
     if not cfg.get("path"):
         raise ConfigError("missing", field="path")
-    path = Path(str(cfg["path"]))
+    given = Path(str(cfg["path"]))
     if cfg.get("file_name"):
-        path = path / str(cfg["file_name"])
-    if not path.is_absolute():
-        # Relative to the config file first, so configs run from any directory.
-        path = base / path if find_data_file(base / path) else Path.cwd() / path
-    path = find_data_file(path) or path
-    if not path.is_file():
-        raise ConfigError(f"data file {str(path)!r} not found", field="path")
-    return kind(path=path, reader_cfg=cfg.get("reader_cfg"))
+        given = given / str(cfg["file_name"])
+    # Relative to the config file first, so configs run from any directory.
+    tried = [given] if given.is_absolute() else [base / given, Path.cwd() / given]
+    found = next((p for p in map(find_data_file, tried) if p is not None), None)
+    if found is None:
+        where = " nor ".join(repr(str(p)) for p in dict.fromkeys(tried))
+        raise ConfigError(f"data file {str(given)!r} not found: neither {where} exists"
+                          if len(set(tried)) > 1 else f"data file {where} not found",
+                          field="path")
+    return kind(path=found, reader_cfg=cfg.get("reader_cfg"))
 
 
 def _component(infer_cfg: Mapping[str, Any], name: str, kind: type,

@@ -146,3 +146,19 @@ async def test_second_process_on_the_same_work_dir_is_refused(tmp_path):
     assert second.returncode == 2
     assert b"another harness process is using this work directory" in second.stderr
     assert third.returncode == 0, third.stderr.decode()
+
+
+def test_a_missing_data_file_names_every_place_it_was_looked_for(tmp_path, monkeypatch):
+    from harness.config import load_config
+
+    conf = tmp_path / "configs"
+    conf.mkdir()
+    cfg = write_config(conf / "cfg.py", tmp_path / "placeholder.jsonl")
+    cfg.write_text(cfg.read_text().replace(repr(str(tmp_path / "placeholder.jsonl")),
+                                           repr("data/missing.jsonl")))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg)
+    message = str(err.value)
+    assert str(conf / "data" / "missing.jsonl") in message      # beside the config first
+    assert str(tmp_path / "data" / "missing.jsonl") in message  # then the working directory
