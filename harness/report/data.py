@@ -40,7 +40,10 @@ RULE_BARS = {"correct": "correct", "wrong": "wrong", "extract_failed": "extracti
 INFER_BARS = {"unscored": "predicted (not scored)", "error": "errors"}
 
 #: Filter key → label; "all" lists every sample.
-FILTERS = {"all": "all", "wrong": "wrong only", "rescued": "judge-rescued only",
+# "wrong" lists every sample scored wrong, whatever the bar it counts in (an extraction
+# failure, an unparsed verdict), so its label says so: a "wrong 0" bar beside a
+# "wrong only 20" filter read as a contradiction.
+FILTERS = {"all": "all", "wrong": "scored wrong (any reason)", "rescued": "judge-rescued only",
            "disagree": "rule/judge disagreements", "extract": "extraction failures",
            "unparsed": "judge unparsed", "errors": "errors"}
 
