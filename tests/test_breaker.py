@@ -98,9 +98,15 @@ async def test_a_429_storm_longer_than_the_breaker_window_does_not_trip_it(tmp_p
 
 async def test_a_short_outage_does_not_trip_it(tmp_path):
     data = write_arith(tmp_path / "a.jsonl", 40)
-    start = time.monotonic()
-    outage = lambda body, attempt: (  # noqa: E731
-        Fault("server_error") if time.monotonic() - start < 0.3 else None)
+    started: list[float] = []
+
+    def outage(body, attempt):
+        # The outage starts with the first request, not with the test: on a loaded
+        # machine start-up alone can outlast a window timed from here.
+        if not started:
+            started.append(time.monotonic())
+        return Fault("server_error") if time.monotonic() - started[0] < 0.3 else None
+
     async with FakeOpenAI(responder=arith_reply, faults=outage) as srv:
         cfg = write_config(tmp_path / "cfg.py", data,
                            models=[model_cfg(srv.base_url, max_attempts=10)])
