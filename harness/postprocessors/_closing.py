@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from ._numeric import normalize_numerals, words_to_digits
-from ._text import looks_truncated
+from ._text import looks_truncated, sentences
 
 _MARKUP = re.compile(r"\*\*|__|`")
 _LEAD = re.compile(r"^[\s>#*+\-•]+")
@@ -47,13 +47,10 @@ WORD_ANSWERS = frozenset(
 _VARIABLE_EQUALS = re.compile(r"^\s*[A-Za-z]\s*=")
 
 
-def _last_line(reply: str) -> str:
+def _last_sentence(reply: str) -> str:
+    """The closing sentence, from the last line that is not a code fence."""
     lines = [line for line in reply.splitlines() if line.strip() and not _FENCE.match(line)]
-    if not lines:
-        return ""
-    # The closing sentence, from a last line that may hold several.
-    sentences = re.split(r"(?<=[.!?。])\s+", lines[-1].strip())
-    return sentences[-1] if sentences else ""
+    return sentences(lines[-1])[-1] if lines else ""
 
 
 def _math_value(math: str) -> str:
@@ -69,7 +66,7 @@ def closing_answer(reply: str) -> str | None:
     """The answer stated by the reply's closing line, or None (see the module docstring)."""
     if looks_truncated(reply):
         return None
-    line = _CLOSING_PUNCT.sub("", _LEAD.sub("", _MARKUP.sub("", _last_line(reply))))
+    line = _CLOSING_PUNCT.sub("", _LEAD.sub("", _MARKUP.sub("", _last_sentence(reply))))
     clauses = [m.end() for m in _CLAUSE.finditer(line)]
     clause = line[clauses[-1]:] if clauses else line
     if (not line or len(line) > 160 or _HEDGE.search(line) or _UNCOMMITTED_LINE.search(line)

@@ -100,11 +100,17 @@ _HYPOTHETICAL = re.compile(
 _SENTENCE_BREAK = re.compile(r"[.!?。！？](?=\s)|\n")
 
 
-def sentence_around(text: str, start: int, end: int) -> str:
-    """The sentence of ``text`` that holds ``start:end``."""
+def sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """Where the sentence of ``text`` that holds ``start:end`` begins and ends."""
     before = [m.end() for m in _SENTENCE_BREAK.finditer(text, 0, start)]
     after = _SENTENCE_BREAK.search(text, end)
-    return text[before[-1] if before else 0:after.start() if after else len(text)]
+    return before[-1] if before else 0, after.start() if after else len(text)
+
+
+def sentence_around(text: str, start: int, end: int) -> str:
+    """The sentence of ``text`` that holds ``start:end``."""
+    low, high = sentence_bounds(text, start, end)
+    return text[low:high]
 
 
 def rank(text: str, start: int, end: int, base: int) -> int:
@@ -153,7 +159,6 @@ def box_rank(text: str, start: int, end: int) -> int:
     """The rank of a box from the words before it in its sentence: :data:`DECLARED`
     after "answer" ("**Answer:** \\boxed{1940}"), :data:`CONCLUDING` after "so" or
     "therefore", else 0 ("Boys: \\boxed{35}"); 0 in a hypothetical sentence."""
-    lead = sentence_around(text, start, end)
-    lead = lead[:max(0, lead.find(text[start:end]))] if text[start:end] in lead else lead
+    lead = text[sentence_bounds(text, start, end)[0]:start]
     base = DECLARED if _DECLARING.search(lead) else CONCLUDING if _CONCLUDING.search(lead) else 0
     return rank(text, start, end, base)

@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 
 from ._numeric import NEGATED, NUMBER, canonical, hedged
+from ._text import sentences
 
-_SENTENCE = re.compile(r"[^\n]*?(?:[.!?。！？](?=\s|$)|\n|$)")
 _ASIDE_LINE = re.compile(r"(?m)^[ \t]*\([^\n]*\)[ \t.]*$")
 _COMPUTED = re.compile(r"=\s*[$(]*\s*(?=-?\.?\d)")
 _CONTRAST = re.compile(r"(?i:\bbut\s+(?:it|that|the\s+\w+)\s+(?:is|was|'s)\s+\$?)"
@@ -37,10 +37,6 @@ _RANGE = re.compile(r"\b(?:about|around|approximately|roughly|somewhere|maybe)\b
 _CONCLUSION = re.compile(
     r"(?i:\b(?:so|therefore|thus|hence|altogether|overall|in\s+total|in\s+all|all\s+told"
     r"|total(?:\s+is|:)?|that\s+means|which\s+means|this\s+means|finally)\b)")
-
-
-def _sentences(text: str) -> list[str]:
-    return [m.group(0) for m in _SENTENCE.finditer(text) if m.group(0).strip()]
 
 
 def _numbers(text: str) -> list[str]:
@@ -93,8 +89,8 @@ def concluded_number(text: str, before: str = "") -> str | None:
     ``before`` is reply text that came earlier (its numbers count as seen).
     """
     text = _ASIDE_LINE.sub("", text)
-    sentences = []
-    for sentence in _sentences(text):
+    pieces = []
+    for sentence in sentences(text):
         # "it is 26, not 18": 18 is rejected wherever the sentence names it.
         rejected = {canonical(n) for m in NEGATED.finditer(sentence)
                     for n in NUMBER.findall(m.group(0))}
@@ -102,15 +98,15 @@ def concluded_number(text: str, before: str = "") -> str | None:
         kept = NEGATED.sub(" ", sentence)
         for number in rejected:
             kept = re.sub(rf"(?<![\d.]){re.escape(number)}(?![\d.]|/\d)", " ", kept)
-        sentences.append(kept)
+        pieces.append(kept)
     before = NEGATED.sub(" ", before)
     seen = [set(_numbers(before))]  # seen[i]: numbers before sentence i
     computed = [_computed(before)]
-    for sentence in sentences:
+    for sentence in pieces:
         seen.append(seen[-1] | set(_numbers(sentence)))
         computed.append(computed[-1] | _computed(sentence))
-    for i in range(len(sentences) - 1, -1, -1):
-        sentence = sentences[i]
+    for i in range(len(pieces) - 1, -1, -1):
+        sentence = pieces[i]
         numbers = set(_numbers(sentence))
         if not numbers:
             continue
@@ -121,10 +117,10 @@ def concluded_number(text: str, before: str = "") -> str | None:
         if len(numbers) == 1 and (numbers <= computed[i] or _CONCLUSION.search(sentence)):
             return next(iter(numbers))  # "His profit is 20 dollars": a result restated
         # Otherwise the sentence restates givens ("She started with 16 eggs."): go on.
-    numbers = _numbers(" ".join(sentences))
+    numbers = _numbers(" ".join(pieces))
     return numbers[-1] if numbers else None
 
 
 def concludes(text: str) -> bool:
     """Whether ``text`` has a concluding sentence ("So she paid $1,430 in total.")."""
-    return any(_CONCLUSION.search(s) and NUMBER.search(s) for s in _sentences(text))
+    return any(_CONCLUSION.search(s) and NUMBER.search(s) for s in sentences(text))

@@ -20,8 +20,8 @@ import re
 import unicodedata
 from typing import Any, Callable, Mapping
 
-from ._commit import HEDGE, Candidate, committed_clause
-from ._text import span_after
+from ._commit import HEDGE, Candidate, committed_clause, sentence_bounds
+from ._text import sentences, span_after
 
 # "(A) text", "A) text", "A. text", "A: text" at the start of a line.
 _OPTION_LINE = re.compile(r"^[ \t]*(?:\(([A-Z])\)|([A-Z])[).:])[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
@@ -222,16 +222,12 @@ def _apposition(reply: str, start: int, m: re.Match[str]) -> bool:
             else bool(re.match(r"\s*[,—–:]", reply[m.end():])))
 
 
-def _last_sentence_start(reply: str) -> int:
-    breaks = [m.end() for m in re.finditer(r"[.!?](?=\s)|\n", reply.rstrip())]
-    return breaks[-1] if breaks else 0
-
-
 def ordinal_statements(reply: str, options: Mapping[str, str]) -> list[Candidate]:
     """Options named by position ("that's the second option") as answer statements."""
     letters = sorted(options)
     found = []
-    closing = _last_sentence_start(reply)
+    end = len(reply.rstrip())
+    closing = sentence_bounds(reply, max(0, end - 1), end)[0]  # where the last sentence starts
     for m in _ORDINAL.finditer(reply):
         if not committed_clause(reply, m.start()) or _ORDINAL_REJECTED.match(reply, m.end()):
             continue
@@ -267,12 +263,12 @@ _NOT_A_CHOICE = re.compile(r"(?i:\b(?:not|cannot|never|whether|if|could|might|or
 def concluding_option(reply: str, options: Mapping[str, str]) -> str | None:
     """The letter of the option a reply's last sentence names, when exactly one fits."""
     texts = {L: words(t) for L, t in options.items()}
-    sentences = [s for s in re.split(r"(?<=[.!?])\s+|\n+", reply.strip()) if s.strip()]
-    if not sentences:
+    closing = sentences(reply)
+    if not closing:
         return None
-    last = sentences[-1].strip().rstrip(".!").strip()
+    last = closing[-1].rstrip(".!").strip()
     found = exact(last, texts)
-    if found or _NOT_A_CHOICE.search(last) or sentences[-1].rstrip().endswith("?"):
+    if found or _NOT_A_CHOICE.search(last) or closing[-1].endswith("?"):
         return found
     namings = list(_NAMING.finditer(last))
     if not namings:

@@ -162,12 +162,18 @@ _SENTENCE = re.compile(r"[^\n]*?(?:[.!?。！？](?=\s|$)|\n|$)")
 
 
 # A block dressed as the grader's own output: "=== GRADER OUTPUT ===", "[Evaluator]",
-# "### Judge verdict" (a heading-like line that names the grader early). It and what follows it up to its end marker or a blank line are
-# the reply talking to its grader.
+# "### Judge verdict" (a heading-like line that names the grader early). It, and what
+# follows up to a blank line, is the reply talking to its grader.
 _GRADER_BLOCK = re.compile(
     r"(?im)^[ \t]*(?:={2,}|-{3,}|#{1,6}|\[|\*\*)[ \t]*[^\n]{0,30}"
     r"\b(?:grader|grading|judge|evaluator|verdict|scorer)\b[^\n]*$"
     r"(?:\n(?![ \t]*\n)[^\n]*)*")
+
+
+def sentences(text: str) -> list[str]:
+    """``text`` split into its sentences (a line break ends one too), stripped, none
+    empty. The one splitter every closing-sentence reader uses."""
+    return [m.group(0).strip() for m in _SENTENCE.finditer(text) if m.group(0).strip()]
 
 
 def drop_grader_appeals(text: str) -> str:

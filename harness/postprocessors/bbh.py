@@ -15,7 +15,7 @@ from ._conclusion import concluded_number
 from ._labels import FOREIGN_LABELS, closing_label
 from ._numeric import hedged, normalize_numerals, span_value, words_to_digits, words_to_number
 from ._registry import POSTPROCESSORS
-from ._text import FOREIGN_CUE, appeal_proof, looks_truncated, prepare, span_after
+from ._text import FOREIGN_CUE, appeal_proof, looks_truncated, prepare, sentences, span_after
 from .math import find_boxed
 from .options import ALL_LETTERS, choose_option, question_options
 
@@ -150,8 +150,11 @@ def bbh_freeform_postprocess(text: Any) -> str:
     As in OpenCompass: the sentence after "the answer is" (last committed statement),
     trailing period stripped, then :func:`normalize_freeform` so that "seven" equals
     ``7``, "not valid" equals ``invalid`` and ``"[ ( ]"`` equals ``"[(]"``. A reply
-    with no answer statement counts only when it is a single line (a bare answer or a
-    gold); OpenCompass would return the first line of the reasoning instead.
+    with no answer statement is read from how it closes: a bare one-line answer (or a
+    gold), a label stated by the closing sentence ("so the argument is not valid",
+    see :mod:`._labels`), a count in a concluding sentence, or a closing list of single
+    words; anything else is ''. OpenCompass would return the first line of the
+    reasoning instead.
     """
     reply = prepare(text)
     if not reply:
@@ -210,7 +213,7 @@ def _closing(lines: list[str]) -> str:
     if len(items) >= 2 and _LIST_ITEM.match(lines[-1]) and all(
             _LIST_ITEM.match(line) for line in lines[-len(items):]):
         return " ".join(item.lower() for item in items)
-    sentence = re.split(r"(?<=[.!?。])\s+", lines[-1].strip())[-1]
+    sentence = sentences(lines[-1])[-1]
     bare = normalize_freeform(sentence)
     if bare in _LABELS:
         return bare  # "Does Gwenn tell the truth? Yes."

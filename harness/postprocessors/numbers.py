@@ -94,8 +94,12 @@ def gsm8k_postprocess(text: Any) -> str:
     Explicit answers win over the last number: ``#### N``, ``\\boxed{N}``, "the answer
     is N" (a computation after the cue gives its result: "9 * 2 = 18" → 18). A later
     answer counts after a visible correction ("wait, actually 14"); two different
-    explicit answers otherwise are a failure. Without an explicit answer the last
-    number counts, ignoring check lines ("Check: 9*2=18 ✓"). Text after an invented
+    explicit answers otherwise are a failure, unless the later one declares itself
+    final ("The final answer is …") or closes the reply after an intermediate box.
+    Without an explicit answer, the number the reply concludes with counts (see
+    :mod:`._conclusion`: restated givens, rejected numbers, check lines and a closing
+    verification are passed over; a hedge or a range is ''). Number and magnitude
+    words count ("eighteen", "2.5 million"). Text after an invented
     "Question:"/"Q:"/"Problem:" is cut first (OpenCompass cuts only "Question:").
 
     Unlike OpenCompass, thousands separators of every kind are understood (``1,000``
