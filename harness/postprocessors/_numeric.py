@@ -193,13 +193,11 @@ def words_to_number(words: list[str]) -> tuple[int, int] | None:
     return sign * (total + current), used
 
 
+_WORD = "|".join((*_UNITS, *_TENS))
+# A run of number words, from the same vocabulary words_to_number reads.
 _NUMBER_WORD = re.compile(
-    r"\b(?:(?:minus|negative)\s+)?(?:zero|one|two|three|four|five|six|seven|eight|nine|ten"
-    r"|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty"
-    r"|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:[\s-]+(?:and\s+)?(?:zero|one|two"
-    r"|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen"
-    r"|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty"
-    r"|ninety|hundred|thousand|million))*\b", re.IGNORECASE)
+    rf"\b(?:(?:{'|'.join(_SIGN)})\s+)?(?:{_WORD})"
+    rf"(?:[\s-]+(?:and\s+)?(?:{_WORD}|{'|'.join(_SCALES)}))*\b", re.IGNORECASE)
 
 
 _ONE_PRONOUN_BEFORE = re.compile(r"(?i:\b(?:the|no|each|this|that|every|any|which|some|"

@@ -299,6 +299,16 @@ def prepare(value: Any, *, unicode: str = "nfkc") -> str | None:
     return drop_grader_appeals(cut_continuation(drop_quoted(text))).strip()
 
 
+# "### Final answer" or "**Answer**" on a line of its own introduces the next line.
+_ANSWER_HEADING = re.compile(r"(?im)^[ \t#*>]*((?:final\s+)?answer)[ \t*:]*\n\s*")
+
+
+def inline_answer_headings(text: str) -> str:
+    """``text`` with an answer heading and the line under it made one statement:
+    "### Final answer\n\n8" → "Final answer: 8"."""
+    return _ANSWER_HEADING.sub(r"\1: ", text)
+
+
 FOREIGN_CUE = (
     r"答案\s*(?:应该|应)?\s*(?:是|为)?\s*[:：]?|答えは|정답은"
     r"|(?i:(?:die\s+)?(?:richtige\s+|korrekte\s+)?antwort\s+(?:ist|lautet)\s*:?"

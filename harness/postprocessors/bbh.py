@@ -8,14 +8,16 @@ Both are applied to predictions *and* golds, so a gold ``'(C)'`` and a predictio
 from __future__ import annotations
 
 import re
+from itertools import takewhile
 from typing import Any, Mapping
 
 from ._commit import HEDGE, Candidate, commit, committed_clause
 from ._conclusion import concluded_number
 from ._labels import FOREIGN_LABELS, closing_label
-from ._numeric import hedged, normalize_numerals, span_value, words_to_digits, words_to_number
+from ._numeric import normalize_numerals, span_value, words_to_digits, words_to_number
 from ._registry import POSTPROCESSORS
-from ._text import FOREIGN_CUE, appeal_proof, looks_truncated, prepare, sentences, span_after
+from ._text import (FOREIGN_CUE, appeal_proof, inline_answer_headings, looks_truncated, prepare,
+                    sentences, span_after)
 from .math import find_boxed
 from .options import ALL_LETTERS, choose_option, question_options
 
@@ -47,9 +49,7 @@ _CUE = re.compile(
     r"(?:(?i:\b(?:the\s+)?(?:final\s+|correct\s+)?answer[\"']?\s*(?:is|would\s+be|should\s+be"
     r"|must\s+be|will\s+be|=|:)\s*[:：]?)|" + FOREIGN_CUE + ")"
 )
-# "### Final answer" / "**Answer**" alone on a line introduces the next line; a ticked
-# checkbox ("- [x] No") is the answer it ticks.
-_ANSWER_HEADING = re.compile(r"(?im)^[ \t#*>]*((?:final\s+)?answer)[ \t*:]*\n\s*")
+# A ticked checkbox ("- [x] No") is the answer it ticks.
 _TICKED = re.compile(r"(?im)^[ \t*-]*\[[xX✓✔]\][ \t]*(.+)$")
 _COUNT_CUE = re.compile(r"(?im)^[ \t*#>-]*total[ \t]*[:=]?[ \t]*(?=\S*\d)")
 _HEDGE = re.compile(r"(?:either\s+)?(\S+)\s+or\s+(\S+)")
@@ -160,7 +160,7 @@ def bbh_freeform_postprocess(text: Any) -> str:
     if not reply:
         return ""
     reply = re.sub(r"\*\*|__|`", "", reply)
-    reply = _ANSWER_HEADING.sub(r"\1: ", reply)
+    reply = inline_answer_headings(reply)
     reply = _TICKED.sub(r"Answer: \1", reply)
     reply = _COUNT_CUE.sub("Answer: ", reply)
     cands = []
@@ -209,10 +209,9 @@ def _closing(lines: list[str]) -> str:
     """The answer of a reply without an answer statement, from how it closes: a label
     stated as a sentence (see :mod:`._labels`), a count in a concluding sentence, or a
     closing list of single words (word sorting); '' otherwise."""
-    items = [m.group(1) for m in map(_LIST_ITEM.match, lines) if m]
-    if len(items) >= 2 and _LIST_ITEM.match(lines[-1]) and all(
-            _LIST_ITEM.match(line) for line in lines[-len(items):]):
-        return " ".join(item.lower() for item in items)
+    items = list(takewhile(bool, map(_LIST_ITEM.match, reversed(lines))))
+    if len(items) >= 2:  # the reply closes on a list of single words
+        return " ".join(m.group(1).lower() for m in reversed(items))
     sentence = sentences(lines[-1])[-1]
     bare = normalize_freeform(sentence)
     if bare in _LABELS:
@@ -220,8 +219,7 @@ def _closing(lines: list[str]) -> str:
     label = closing_label(sentence)
     if label is not None:
         return label
-    if _COUNT_SENTENCE.search(sentence) and not hedged(sentence) and not re.search(
-            r"(?i:\beither\b)", sentence):
+    if _COUNT_SENTENCE.search(sentence):  # a hedged count concludes nothing (None)
         counted = re.sub(r"(?i)\b(?:a|one)\s+dozen\b", "12", sentence)
         value = concluded_number(normalize_numerals(words_to_digits(counted)))
         if value is not None:

@@ -11,7 +11,7 @@ from ._closing import closing_answer
 from ._commit import (DECLARED, HEDGE, RETRACTION, Candidate, box_rank, commit, committed_clause,
                       rank)
 from ._registry import POSTPROCESSORS
-from ._text import FOREIGN_CUE, appeal_proof, as_text, prepare, span_after
+from ._text import FOREIGN_CUE, appeal_proof, as_text, inline_answer_headings, prepare, span_after
 
 _BOX = re.compile(r"\\(?:boxed|fbox)\b\s*")
 _BARE = re.compile(r"[^\s$]+")  # \boxed 5: up to a space or the closing $
@@ -129,8 +129,6 @@ _FINAL = re.compile(
     r"|\b(?:the\s+)?answer[\"']?\s*(?:is|:)\s*[:：]?\s*[\"']?"
     r"|\bI(?:'ll|\s+will|'d|\s+would)\s+(?:go|stick)\s+with\b)|" + FOREIGN_CUE
 )
-# "### Final answer" or "**Answer**" on a line of its own introduces the next line.
-_ANSWER_HEADING = re.compile(r"(?im)^[ \t#*>]*((?:final\s+)?answer)[ \t*:]*\n\s*")
 # LaTeX answers may contain ! and ?-free text only rarely, but "3!" is a factorial:
 # the statement ends at a newline or a full stop only.
 _STATEMENT_END = re.compile(r"\n|\.(?=\s|$)|。")
@@ -230,7 +228,7 @@ def math_postprocess_v2(text: Any) -> str:
     reply = prepare(text, unicode="width")
     if not reply:
         return ""
-    reply = _JSON_ANSWER.sub(_json_answer, _ANSWER_HEADING.sub(r"\1: ", reply))
+    reply = _JSON_ANSWER.sub(_json_answer, inline_answer_headings(reply))
     boxes = find_boxed(reply)
     cands = sorted(_box_answers(reply, boxes) + _statements(reply, boxes),
                    key=lambda c: c.start)
