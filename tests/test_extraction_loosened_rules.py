@@ -116,8 +116,6 @@ GSM8K_REFUSED = [
               "12 and 13."),
     ("truncated-mid-calculation", "She sells 16 - 3 - 4 = 9 eggs, so she makes 9 *"),
     ("only-in-unclosed-think", "<think>9 * 2 = 18, so 18."),
-    ("conclusion-after-box-cut-off",
-     "\\boxed{83}\n\nThis means the truck can carry 83 boxes, which gives exactly 5"),
 ]
 
 
@@ -129,9 +127,12 @@ def test_gsm8k_reads_the_conclusion(name, reply, expected):
 
 @pytest.mark.parametrize("name,reply", GSM8K_REFUSED, ids=[c[0] for c in GSM8K_REFUSED])
 def test_gsm8k_still_refuses(name, reply):
-    assert gsm8k_postprocess(reply) in ("", "83")
-    if name != "conclusion-after-box-cut-off":
-        assert gsm8k_postprocess(reply) == ""
+    assert gsm8k_postprocess(reply) == ""
+
+
+def test_gsm8k_box_is_not_outranked_by_a_cut_off_conclusion():
+    reply = "\\boxed{83}\n\nThis means the truck can carry 83 boxes, which gives exactly 5"
+    assert gsm8k_postprocess(reply) == "83"
 
 
 def test_gsm8k_magnitude_word_is_not_the_bare_number():

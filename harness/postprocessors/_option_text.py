@@ -82,14 +82,14 @@ def _listed(text: str, letters: str) -> dict[str, str]:
 
 
 # Options run together on one line: "Options: (A) circle (B) hexagon (C) kite".
-_INLINE_MARK = {"(": re.compile(r"(?<![\w(])\(([A-Z])\)[ \t]+"),
-                ".": re.compile(r"(?<![\w.])([A-Z])[.)][ \t]+")}
+_INLINE_MARKS = (re.compile(r"(?<![\w(])\(([A-Z])\)[ \t]+"),  # (A) circle (B) …
+                 re.compile(r"(?<![\w.])([A-Z])[.)][ \t]+"))  # A. circle  B. …
 
 
 def _inline(text: str, letters: str) -> dict[str, str]:
     """Options listed on one line, each marked by its letter in order from A; the last
     option runs to the end of its line."""
-    for mark in _INLINE_MARK.values():
+    for mark in _INLINE_MARKS:
         marks: list[re.Match[str]] = []
         for m in mark.finditer(text):
             if m.group(1) == chr(ord("A") + len(marks)) and (
