@@ -17,10 +17,10 @@ import pytest
 import harness
 from harness.breaker import BreakerPolicy
 from harness.errors import EndpointDownError
-from harness.testing import FakeOpenAI, Fault
+from harness.testing import FakeOpenAI, Fault, fail_for
 
-from .helpers import (JUDGE_MODEL, arith_reply, expected_cascade, expected_correct,
-                      model_and_judge, model_cfg, write_arith, write_config,
+from .helpers import (JUDGE_MODEL, arith_reply, count_stored, expected_cascade,
+                      expected_correct, model_and_judge, model_cfg, write_arith, write_config,
                       write_judge_config)
 from .test_cli import cli, env
 
@@ -79,15 +79,13 @@ async def test_a_dead_judge_stops_the_run_naming_the_judge(tmp_path):
         cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url)
         with pytest.raises(EndpointDownError, match=f"judge '{JUDGE_MODEL}' at "):
             await harness.evaluate(cfg, work_dir=tmp_path / "w", breaker=QUICK)
-    # Every model answer received before the stop is stored.
-    assert (tmp_path / "w" / "harness.db").stat().st_size > 0
+    # Model answers received before the stop are stored, for the rerun to reuse.
+    assert count_stored(tmp_path / "w" / "harness.db", "predictions") > 0
 
 
 async def test_a_429_storm_longer_than_the_breaker_window_does_not_trip_it(tmp_path):
     data = write_arith(tmp_path / "a.jsonl", 40)
-    start = time.monotonic()
-    storm = lambda body, attempt: (  # noqa: E731
-        Fault("rate_limit", retry_after=0.2) if time.monotonic() - start < 2.0 else None)
+    storm = fail_for(2.0, Fault("rate_limit", retry_after=0.2))
     async with FakeOpenAI(responder=arith_reply, faults=storm) as srv:
         cfg = write_config(tmp_path / "cfg.py", data,
                            models=[model_cfg(srv.base_url, max_attempts=30)])
@@ -98,16 +96,7 @@ async def test_a_429_storm_longer_than_the_breaker_window_does_not_trip_it(tmp_p
 
 async def test_a_short_outage_does_not_trip_it(tmp_path):
     data = write_arith(tmp_path / "a.jsonl", 40)
-    started: list[float] = []
-
-    def outage(body, attempt):
-        # The outage starts with the first request, not with the test: on a loaded
-        # machine start-up alone can outlast a window timed from here.
-        if not started:
-            started.append(time.monotonic())
-        return Fault("server_error") if time.monotonic() - started[0] < 0.3 else None
-
-    async with FakeOpenAI(responder=arith_reply, faults=outage) as srv:
+    async with FakeOpenAI(responder=arith_reply, faults=fail_for(0.3)) as srv:
         cfg = write_config(tmp_path / "cfg.py", data,
                            models=[model_cfg(srv.base_url, max_attempts=10)])
         report = await harness.evaluate(cfg, work_dir=tmp_path / "w",

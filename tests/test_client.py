@@ -8,7 +8,7 @@ from harness.client import ModelClient
 from harness.errors import EndpointDownError, ModelCallError, PermanentModelError
 from harness.records import ModelSpec
 from harness.retry import RetryPolicy, classify
-from harness.testing import FakeOpenAI, Fault, fail_first
+from harness.testing import FakeOpenAI, Fault, fail_first, fail_for
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 FAST = RetryPolicy(max_attempts=3, initial=0.01, maximum=0.05)
@@ -142,15 +142,7 @@ def test_malformed_replies_are_bad_responses_to_retry(data):
 async def test_a_429_storm_is_waited_out_however_many_attempts_it_takes():
     """429s are bounded in time, not attempts: a storm outlasting max_attempts' worth of
     backoff is ridden out."""
-    import time
-
-    start: list[float] = []
-
-    def storm(body, attempt):
-        start[:] = start or [time.monotonic()]  # from the first request on
-        return Fault("rate_limit") if time.monotonic() - start[0] < 0.5 else None
-
-    async with FakeOpenAI(faults=storm) as server:
+    async with FakeOpenAI(faults=fail_for(0.5, "rate_limit")) as server:
         result, client = await call(server, RetryPolicy(max_attempts=2, initial=0.01,
                                                         maximum=0.05))
     assert result.text == "hello" and result.attempts > 2

@@ -135,8 +135,9 @@ def test_gsm8k_box_is_not_outranked_by_a_cut_off_conclusion():
     assert gsm8k_postprocess(reply) == "83"
 
 
-def test_gsm8k_magnitude_word_is_not_the_bare_number():
-    assert gsm8k_postprocess("It takes 2.5 million seconds.") != "2.5"
+def test_gsm8k_magnitude_word_scales_only_the_number_it_follows():
+    assert gsm8k_postprocess("It takes 2.5 million seconds.") == "2500000"
+    assert gsm8k_postprocess("He buys 3 thousand-dollar bonds.") == "3"
 
 
 # --- Multiple choice -----------------------------------------------------------------------

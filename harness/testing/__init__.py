@@ -11,7 +11,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from harness.testing.replies import (
-    FAULT_KINDS, Fault, FaultPolicy, Reply, echo_last_user, fail_first, fault_rate, request_key,
+    FAULT_KINDS, Fault, FaultPolicy, Reply, echo_last_user, fail_first, fail_for, fault_rate,
+    request_key,
 )
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ _LAZY = {"FakeOpenAI", "Responder", "Stats"}
 
 __all__ = [
     "FAULT_KINDS", "FakeOpenAI", "Fault", "FaultPolicy", "Reply", "Responder", "Stats",
-    "echo_last_user", "fail_first", "fault_rate", "request_key",
+    "echo_last_user", "fail_first", "fail_for", "fault_rate", "request_key",
 ]
 
 

@@ -182,6 +182,21 @@ def fail_first(n: int, fault: Fault | str = "server_error") -> FaultPolicy:
     return policy
 
 
+def fail_for(seconds: float, fault: Fault | str = "server_error") -> FaultPolicy:
+    """A policy under which every attempt fails with ``fault`` for ``seconds`` from the
+    first request the server gets (an outage or a 429 storm). Timed from that request,
+    not from when the policy is made, so a slow start cannot use the window up."""
+    chosen = as_fault(fault)
+    started: list[float] = []
+
+    def policy(body: dict, attempt: int) -> Fault | None:
+        if not started:
+            started.append(time.monotonic())
+        return chosen if time.monotonic() - started[0] < seconds else None
+
+    return policy
+
+
 def fault_rate(p: float, kinds: Sequence[Fault | str] = ("rate_limit", "server_error"),
                seed: int = 0, max_consecutive: int = 2) -> FaultPolicy:
     """A policy that fails each attempt with probability ``p``, reproducibly.
