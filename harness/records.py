@@ -3,9 +3,13 @@
 Every stage receives one small frozen record and emits the next; a per-sample failure is
 a ``status`` on the record, never an exception that ends the run::
 
-    Sample ─▶ Completion ─▶ SampleResult
-    (row +     (model reply    (extracted answer, rule verdict,
-     prompt)    or error)       judge verdict, final status)
+    Sample ─▶ Completion ─▶ SampleResult ──────────────────────────▶ (collected)
+    (row +     (model reply    (extracted answer, rule verdict, status)
+     prompt)    or error)       └▶ JudgeTask ─▶ JudgeRequest ─▶ SampleResult
+                                  (rules done)  (judge messages,  (with the verdict)
+                                                 verdict key)
+
+``StoreWrite`` is what the store writer commits: fresh completions and verdicts.
 """
 
 from __future__ import annotations
@@ -44,6 +48,17 @@ SCORED_STATUSES: frozenset[str] = frozenset({"ok", "extract_failed", "empty_repl
 
 #: Scored statuses in which no answer was found (they lower ``extract_rate``).
 NO_ANSWER_STATUSES: frozenset[str] = frozenset({"extract_failed", "empty_reply"})
+
+#: Rule outcomes a cascade's judge layer builds on (an evaluator error or a failed model
+#: call has no rule verdict to combine with).
+RULE_DECIDED_STATUSES: frozenset[str] = frozenset({"ok", "extract_failed", "timeout"})
+
+#: Statuses of samples that were never predicted (a failed call, or ``--mode eval``
+#: without a stored prediction): they lower how far a run got (``results.reach``).
+UNPREDICTED_STATUSES: frozenset[str] = frozenset({"model_error", "missing"})
+
+#: What is pending in ``--mode infer``, where nothing is scored: only a failed call.
+INFER_PENDING_STATUSES: frozenset[str] = frozenset({"model_error"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,3 +204,28 @@ class SampleResult:
         }
         row.update(self.details)
         return row
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeTask:
+    """A sample on its way to the judge, with the rule layer's result (if any)."""
+
+    result: SampleResult
+    row: Mapping[str, Any]
+    prediction: Any
+    reference: Any
+    has_rule: bool
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeRequest:
+    """A judge task no stored verdict answers: its rendered judge messages and the
+    verdict key they make, sent from the verdict lookup to the judge callers."""
+
+    task: JudgeTask
+    messages: tuple[dict[str, str], ...]
+    key: str
+
+
+#: What the store writer commits: fresh predictions and fresh verdicts.
+StoreWrite = Completion | VerdictRecord

@@ -17,8 +17,7 @@ from ..breaker import BreakerPolicy
 from ..client import ModelClient
 from ..errors import ModelCallError, PermanentModelError
 from ..keys import content_key, request_content
-from ..records import SampleResult, VerdictRecord
-from ..scoring import JudgeTask
+from ..records import JudgeTask, SampleResult, VerdictRecord
 from ..store import Store
 from .evaluators import GenericLLMEvaluator
 from .spec import JudgeSpec
