@@ -11,14 +11,13 @@ ends. A stage that raises cancels the others; the store writer shields its last 
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Mapping
 
 import anyio
 
-from .breaker import BreakerPolicy
 from .config import DatasetSpec
+from .options import RunOptions
 from .progress import Progress
 from .records import Completion, JudgeRequest, JudgeTask, ModelSpec, Sample, SampleResult, \
     StoreWrite
@@ -29,10 +28,9 @@ from .stages.read import read
 from .stages.score import Dispatch, ScoreOutlet, Scorer, score
 from .stages.write import write_store
 from .store import Store
+from .summary import ResultSummary
 
-Mode = Literal["all", "infer", "eval"]
-
-__all__ = ["Mode", "Pipeline", "PipelineOptions", "Starter"]
+__all__ = ["Pipeline", "Starter"]
 
 #: Samples looked up in the store per query (predictions, then verdicts): one query per
 #: batch instead of one per sample, small enough to start the first calls at once.
@@ -63,27 +61,6 @@ JUDGE_BUFFER = 4096
 ASK_BUFFER = 16
 
 
-@dataclass(frozen=True)
-class PipelineOptions:
-    """Settings that shape the run but never a result (so they stay out of keys)."""
-
-    work_dir: Path
-    mode: Mode = "all"
-    concurrency: int = 64
-    limit: int | None = None
-    dump_details: bool = True
-    rule_workers: int | None = None
-    #: The ``(model, dataset)`` pairs to run (``None``: all); ``--mode eval`` leaves out
-    #: the pairs with nothing stored.
-    pairs: frozenset[tuple[str, str]] | None = None
-    #: When an endpoint counts as down and the run stops (``harness.breaker``).
-    breaker: BreakerPolicy = BreakerPolicy()
-    #: The run's ``--timeout``/``--max-attempts``: judges use them unless their
-    #: ``judge_cfg`` says otherwise (models get them through ``ModelOverrides``).
-    timeout: float | None = None
-    max_attempts: int | None = None
-
-
 class Pipeline:
     """Evaluate ``models`` × ``datasets`` with stored predictions reused.
 
@@ -93,14 +70,18 @@ class Pipeline:
     """
 
     def __init__(self, datasets: list[DatasetSpec], models: list[ModelSpec], store: Store,
-                 options: PipelineOptions, progress: Progress | None = None,
+                 options: RunOptions, work_dir: Path,
+                 pairs: frozenset[Pair] | None = None, progress: Progress | None = None,
                  starters: Mapping[str, Starter] | None = None) -> None:
+        """``work_dir`` is ``options.work_dir`` resolved; ``pairs`` the (model, dataset)
+        pairs to run (``None``: all; ``--mode eval`` leaves out those with nothing
+        stored)."""
         self.options = options
         self.store = store
         self.progress = progress or Progress()
         by_abbr = {d.abbr: d for d in datasets}
         self.pairs = [(m, d) for m in models for d in datasets
-                      if options.pairs is None or (m.abbr, d.abbr) in options.pairs]
+                      if pairs is None or (m.abbr, d.abbr) in pairs]
         self.scorer = Scorer(by_abbr, options.mode, options.rule_workers, self.progress)
         # Resolved now (when any dataset is judged), so a missing judge fails before
         # any request.
@@ -109,13 +90,13 @@ class Pipeline:
                              self.progress)
         self.clients = ModelClients({m.abbr: m for m in models}, starters or {},
                                     options.concurrency, options.breaker, self.progress.model)
-        self.collector = Collector(options.work_dir, by_abbr,
+        self.collector = Collector(work_dir, by_abbr,
                                    [(m.abbr, d.abbr) for m, d in self.pairs], options.mode,
                                    options.dump_details,
                                    {d: self._judge_mode(d) for d in by_abbr}, self.progress)
 
     @property
-    def kept(self) -> dict[Pair, dict[str, Any]]:
+    def kept(self) -> dict[Pair, ResultSummary]:
         """(model, dataset) → the results kept on disk because this run got less far."""
         return self.collector.kept
 
@@ -176,9 +157,9 @@ class Pipeline:
                            judge_recv, ask_send, ask_recv):
                 stream.close()
 
-    def summaries(self) -> list[dict[str, Any]]:
-        """Results JSON of every (model, dataset), with call statistics."""
-        return self.collector.summaries(self.judges.stats())
+    def summaries(self) -> list[ResultSummary]:
+        """The result of every (model, dataset), with call statistics."""
+        return self.collector.summaries(self.judges.stats(), self.call_stats())
 
     def call_stats(self) -> dict[str, dict[str, Any]]:
         """Request, retry and token counters per model."""

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
+from . import defaults
+
 #: Which endpoint a model is called on: ``chat`` (``/chat/completions``, messages),
 #: ``completions`` (``/completions``, a text prompt) or ``auto`` (completions for a
 #: dataset whose prompt is a text template, chat otherwise).
@@ -78,10 +80,10 @@ class ModelSpec:
     base_url: str
     api_key: str = field(default="", repr=False)
     gen_params: Mapping[str, Any] = field(default_factory=dict)
-    timeout: float = 600.0
-    max_attempts: int = 6
-    connect_timeout: float = 10.0
-    rate_limit_timeout: float = 300.0
+    timeout: float = defaults.TIMEOUT
+    max_attempts: int = defaults.MAX_ATTEMPTS
+    connect_timeout: float = defaults.CONNECT_TIMEOUT
+    rate_limit_timeout: float = defaults.RATE_LIMIT_TIMEOUT
     concurrency: int | None = None
     endpoint_id: str | None = None
     transport: str = "aiohttp"

@@ -8,6 +8,7 @@ Collecting is not a stream of its own: each stage hands the samples it finishes 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -18,8 +19,9 @@ from ..errors import WorkDirError
 from ..paths import details_path, result_path
 from ..progress import Progress
 from ..records import SampleResult
-from ..results import Accumulator, keeps_previous, read_json, write_json
+from ..results import Accumulator, keeps_previous, read_summary, write_json
 from ..store import Store
+from ..summary import ResultSummary
 
 #: A (model abbr, dataset abbr) pair: one result of the run.
 Pair = tuple[str, str]
@@ -40,7 +42,7 @@ class Collector:
                                 judge_mode=judge_modes[d], replicas=datasets[d].n)
             for m, d in pairs}
         #: (model, dataset) → the results kept on disk because this run got less far.
-        self.kept: dict[Pair, dict[str, Any]] = {}
+        self.kept: dict[Pair, ResultSummary] = {}
         #: Where finished samples also go (``open_run``'s iterator), if anywhere.
         self.out: ObjectSendStream[SampleResult] | None = None
 
@@ -71,8 +73,9 @@ class Collector:
             raise
         error: BaseException | None = None
         for pair, acc in self.accumulators.items():
-            previous = read_json(result_path(self.work_dir, *pair))
+            previous = read_summary(result_path(self.work_dir, *pair))
             if finished and keeps_previous(acc.summary(), previous):
+                assert previous is not None
                 self.kept[pair] = previous
             try:
                 acc.close(keep=finished and pair not in self.kept)
@@ -81,33 +84,31 @@ class Collector:
         if error is not None:
             raise error
 
-    def summaries(self, judge_stats: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
-        """Results JSON of every (model, dataset); ``judge_stats`` maps a dataset to
-        its judge endpoint's statistics."""
+    def summaries(self, judge_stats: Mapping[str, dict[str, Any]],
+                  call_stats: Mapping[str, dict[str, Any]]) -> list[ResultSummary]:
+        """The result of every (model, dataset); ``judge_stats`` maps a dataset to its
+        judge endpoint's statistics, ``call_stats`` a model to its client's."""
         out = []
         for acc in self.accumulators.values():
-            summary = acc.summary()
             evaluator = self.datasets[acc.dataset].evaluator
-            summary["evaluator"] = type(evaluator).__name__ if evaluator else None
-            if acc.dataset in judge_stats:
-                summary["judge_stats"] = judge_stats[acc.dataset]
-            out.append(summary)
+            out.append(replace(acc.summary(),
+                               evaluator=type(evaluator).__name__ if evaluator else None,
+                               judge_stats=judge_stats.get(acc.dataset),
+                               call_stats=call_stats.get(acc.model)))
         return out
 
 
-def write_results(work_dir: Path, summaries: list[dict[str, Any]],
-                  call_stats: Mapping[str, dict[str, Any]], kept: Mapping[Pair, dict[str, Any]],
-                  elapsed: float) -> None:
+def write_results(work_dir: Path, summaries: list[ResultSummary],
+                  kept: Mapping[Pair, ResultSummary], elapsed: float) -> None:
     """Write each result and ``summary.json``; a kept result stays as it was, and
     ``summary.json`` lists it, so it always agrees with ``results/``."""
     current = []
     for summary in summaries:
-        summary["call_stats"] = call_stats.get(summary["model"])
-        pair = (summary["model"], summary["dataset"])
-        if pair in kept:
-            current.append(kept[pair])
+        if summary.pair in kept:
+            current.append(kept[summary.pair].to_json())
         else:
-            write_json(result_path(work_dir, *pair), summary)
-            current.append(summary)
+            data = summary.to_json()
+            write_json(result_path(work_dir, *summary.pair), data)
+            current.append(data)
     write_json(work_dir / "summary.json",
                {"elapsed_seconds": round(elapsed, 3), "results": current})
