@@ -19,7 +19,7 @@ from ..errors import ModelCallError, PermanentModelError
 from ..keys import content_key, request_content
 from ..records import JudgeTask, SampleResult, VerdictRecord
 from ..store import Store
-from .evaluators import GenericLLMEvaluator
+from ..evaluators.llm import GenericLLMEvaluator
 from .spec import JudgeSpec
 from .verdict import FORMAT_REMINDER, parse_verdict, verdict_from_json, verdict_probability
 

@@ -17,7 +17,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from ..breaker import BreakerPolicy
-from ..judge.evaluators import GenericLLMEvaluator
+from ..evaluators.llm import GenericLLMEvaluator
 from ..judge.runner import JudgeEndpoint, JudgeRunner
 from ..judge.spec import judge_spec
 from ..keys import content_key
@@ -28,7 +28,7 @@ from .collect import Collector
 from .streams import drain
 
 #: Per dataset: whether it has a rule layer, its judge (if any), and whether the judge
-#: sees every sample (``harness.judge.evaluators.judge_plan``).
+#: sees every sample (``harness.evaluators.llm.judge_plan``).
 Plan = tuple[bool, GenericLLMEvaluator | None, bool]
 
 

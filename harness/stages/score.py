@@ -20,7 +20,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream, TaskGroup
 
 from ..config import DatasetSpec
-from ..judge.evaluators import GenericLLMEvaluator, judge_plan
+from ..evaluators.llm import GenericLLMEvaluator, judge_plan
 from ..postprocessors import is_extraction_failure
 from ..postprocessors.build import BoundPostprocessor
 from ..progress import Progress
