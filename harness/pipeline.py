@@ -15,12 +15,20 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import anyio
+from anyio.streams.memory import MemoryObjectSendStream
 
 from .config import DatasetSpec
 from .options import RunOptions
 from .progress import Progress
-from .records import Completion, JudgeRequest, JudgeTask, ModelSpec, Sample, SampleResult, \
-    StoreWrite
+from .records import (
+    Completion,
+    JudgeRequest,
+    JudgeTask,
+    ModelSpec,
+    Sample,
+    SampleResult,
+    StoreWrite,
+)
 from .stages.collect import Collector, Pair
 from .stages.generate import ModelClients, Starter, generate
 from .stages.judge import Judges, judge_ask, judge_lookup
@@ -106,7 +114,7 @@ class Pipeline:
             return None
         return "judge" if not has_rule else ("parallel" if judge_all else "cascade")
 
-    async def run(self, out: anyio.abc.ObjectSendStream[SampleResult] | None = None) -> None:
+    async def run(self, out: MemoryObjectSendStream[SampleResult] | None = None) -> None:
         """Run every stage to completion; per-sample results also go to ``out``."""
         self.collector.out = out
         self.collector.open()

@@ -177,7 +177,7 @@ class Accumulator:
                 if complete:
                     replicas, ci = computed, sample_ci
             metrics[PRIMARY_METRIC] = MetricValue(PRIMARY_METRIC, value,
-                                                  tuple(ci) if ci else None, bounds)
+                                                  (ci[0], ci[1]) if ci else None, bounds)
         return ResultSummary(
             model=self.model, dataset=self.dataset, mode=self.mode, total=self.total,
             scored=self.scored, correct=self.correct, counts=dict(sorted(self.by_status.items())),

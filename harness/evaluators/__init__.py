@@ -7,8 +7,14 @@ judge stage's machinery (asking, caching, verdict parsing) is ``harness.judge``'
 
 from __future__ import annotations
 
-from .base import (EVALUATOR_KEYS, EVALUATORS, BaseEvaluator, SampleScoreEvaluator, as_detail,
-                   build_evaluator)
+from .base import (
+    EVALUATOR_KEYS,
+    EVALUATORS,
+    BaseEvaluator,
+    SampleScoreEvaluator,
+    as_detail,
+    build_evaluator,
+)
 from .llm import CascadeEvaluator, GenericLLMEvaluator, judge_plan
 from .math_verify import MATHVerifyEvaluator
 from .rules import AccEvaluator, EMEvaluator

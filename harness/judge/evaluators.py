@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
-from ..evaluators.llm import (CascadeEvaluator, GenericLLMEvaluator, generic_llmjudge_postprocess,
-                              judge_plan)
+from ..evaluators.llm import (
+                              CascadeEvaluator,
+                              GenericLLMEvaluator,
+                              generic_llmjudge_postprocess,
+                              judge_plan,
+)
 
 __all__ = ["CascadeEvaluator", "GenericLLMEvaluator", "generic_llmjudge_postprocess",
            "judge_plan"]

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from anyio.abc import ObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 from ..config import DatasetSpec
 from ..errors import WorkDirError

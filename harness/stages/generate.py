@@ -14,7 +14,8 @@ from types import TracebackType
 from typing import Any, Awaitable, Callable, Mapping
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream
+from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 from ..breaker import BreakerPolicy
 from ..client import ModelClient

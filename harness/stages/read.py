@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterator, Literal, Sequence
 
-from anyio.abc import ObjectSendStream
+from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 from ..config import DatasetSpec
 from ..keys import prediction_key

@@ -17,15 +17,16 @@ from types import TracebackType
 from typing import Any, Callable, Mapping
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream, TaskGroup
+from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream
+from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 from ..config import DatasetSpec
 from ..evaluators.llm import GenericLLMEvaluator, judge_plan
 from ..postprocessors import is_extraction_failure
 from ..postprocessors.build import BoundPostprocessor
 from ..progress import Progress
-from ..records import (RULE_DECIDED_STATUSES, Completion, JudgeTask, SampleResult,
-                       SampleStatus)
+from ..records import RULE_DECIDED_STATUSES, Completion, JudgeTask, SampleResult, SampleStatus
 from ..workers import WorkerPool, WorkerTimeout
 from .collect import Collector
 from .streams import send

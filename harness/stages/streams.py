@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TypeVar
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream
+from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 T = TypeVar("T")
 

@@ -4,7 +4,7 @@ verdicts in batches (what is already queued, up to ``batch_size``, per transacti
 from __future__ import annotations
 
 import anyio
-from anyio.abc import ObjectReceiveStream
+from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream
 
 from ..records import StoreWrite
 from ..store import Store
