@@ -8,7 +8,7 @@ import harness
 from harness.client import ModelClient
 from harness.testing import FakeOpenAI
 
-from .helpers import model_and_judge, write_arith, write_judge_config
+from .helpers import arith_dataset, model_and_judge, model_cfg, write_arith, write_judge_config
 
 
 @pytest.mark.parametrize("failing", ["fake-model", "judge-model"])
@@ -30,3 +30,23 @@ async def test_a_failing_close_skips_no_other_close_and_surfaces(failing, tmp_pa
         with pytest.raises(RuntimeError, match=f"closing {failing} failed"):
             await harness.evaluate(cfg, work_dir=tmp_path / "w")
     assert sorted(closed) == ["fake-model", "judge-model"]
+
+
+async def test_rule_workers_sets_the_worker_processes_of_a_run(server, arith, tmp_path,
+                                                                monkeypatch):
+    from harness.stages import score
+
+    sizes: list[int] = []
+
+    class Recorded(score.WorkerPool):
+        def __init__(self, size: int | None = None, **kw) -> None:
+            super().__init__(size, **kw)
+            sizes.append(self.size)
+
+    monkeypatch.setattr(score, "WorkerPool", Recorded)
+    report = await harness.evaluate(
+        datasets=[arith_dataset(arith, dict(type="MATHVerifyEvaluator"))],
+        models=[model_cfg(server.base_url)], work_dir=tmp_path / "w", rule_workers=1,
+        limit=4)
+    assert sizes == [1]
+    assert report.result("arith").scored == 4
