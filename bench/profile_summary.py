@@ -31,7 +31,7 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
         "propcache/", "aiohappyeyeballs/", "pydantic/", "pydantic_core/", "h11/",
         "tenacity/", "harness/client.py", "harness/retry.py")),
     ("extraction / scoring", (
-        "harness/postprocessors/", "harness/evaluators/", "harness/scoring.py",
+        "harness/postprocessors/", "harness/evaluators/", "harness/stages/score.py",
         "harness/judge/verdict.py", "math_verify/", "sympy/", "latex2sympy2_extended/")),
     ("judge (pacing, prompts, runner)", ("harness/judge/",)),
     ("store (aiosqlite / SQLite)", ("aiosqlite/", "sqlite3/", "harness/store.py")),

@@ -30,8 +30,8 @@ _EXPORTS: dict[str, str] = {
     "AccEvaluator": "evaluators", "EMEvaluator": "evaluators",
     "MATHVerifyEvaluator": "evaluators", "SampleScoreEvaluator": "evaluators",
     "BaseEvaluator": "evaluators", "EVALUATORS": "evaluators",
-    "GenericLLMEvaluator": "judge.evaluators", "CascadeEvaluator": "judge.evaluators",
-    "generic_llmjudge_postprocess": "judge.evaluators", "judge_template": "judge.templates",
+    "GenericLLMEvaluator": "evaluators", "CascadeEvaluator": "evaluators",
+    "generic_llmjudge_postprocess": "evaluators.llm", "judge_template": "judge.templates",
     "parse_verdict": "judge.verdict",
     # postprocessors
     "POSTPROCESSORS": "postprocessors", "build_postprocessor": "postprocessors",

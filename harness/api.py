@@ -21,19 +21,20 @@ from typing import Any, AsyncIterator, Mapping, Sequence
 
 import anyio
 
-from .breaker import BreakerPolicy
 from .config import RunConfig, config_from_namespace, load_config
 from .embedded import EmbeddedServer, context_per_slot, embedded_spec
 from .errors import primary_error
-from .models import ModelOverrides, resolve_models
-from .pipeline import Mode, Pipeline, PipelineOptions
+from .models import resolve_models
+from .options import RunOptions
+from .pipeline import Pipeline
 from .progress import Progress, print_progress
 from .records import ModelSpec, SampleResult
-from .paths import result_path
-from .results import summary_table, write_json
+from .results import summary_table
+from .stages.collect import write_results
+from .summary import ResultSummary
 from .run_models import discover_name, models_for_eval, spec_record, unique_abbrs
 from .store import Store
-from .validate import check_run_options, validate_dataset
+from .validate import validate_dataset
 
 
 @dataclass
@@ -41,18 +42,18 @@ class RunReport:
     """What a finished run produced: one summary per (model, dataset) and call stats."""
 
     work_dir: Path
-    summaries: list[dict[str, Any]]
+    summaries: list[ResultSummary]
     call_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     elapsed: float = 0.0
     #: Results left on disk because this run got less far than the one that wrote them
     #: (its own incomplete summary is still in ``summaries``): (model, dataset) → them.
-    kept: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    kept: dict[tuple[str, str], ResultSummary] = field(default_factory=dict)
 
     @property
     def failed(self) -> int:
         """Samples pending (not scored, or with ``mode='infer'`` not predicted): the run
         is incomplete while there are any. See ``results.Accumulator.summary``."""
-        return sum(s["pending"] for s in self.summaries)
+        return sum(s.pending for s in self.summaries)
 
     @property
     def complete(self) -> bool:
@@ -64,35 +65,34 @@ class RunReport:
         """The summary table (datasets × models)."""
         return summary_table(self.summaries)
 
-    def result(self, dataset: str, model: str | None = None) -> dict[str, Any]:
-        """The summary of one dataset (and model, when there are several)."""
+    def result(self, dataset: str, model: str | None = None) -> ResultSummary:
+        """The result of one dataset (and model, when there are several)."""
         for s in self.summaries:
-            if s["dataset"] == dataset and (model is None or s["model"] == model):
+            if s.dataset == dataset and (model is None or s.model == model):
                 return s
         raise KeyError(dataset)
 
 
-async def evaluate(config: str | Path | RunConfig | None = None, *,
+async def evaluate(config: str | Path | RunConfig | None = None,
+                   options: RunOptions | None = None, *,
                    datasets: Sequence[Mapping[str, Any]] | None = None,
                    models: Sequence[Mapping[str, Any]] | None = None,
-                   work_dir: str | Path | None = None, mode: Mode = "all",
-                   concurrency: int = 64, limit: int | None = None,
-                   overrides: ModelOverrides = ModelOverrides(),
-                   dump_details: bool = True, progress: Progress | None = None,
-                   show_progress: bool = False,
-                   breaker: BreakerPolicy = BreakerPolicy()) -> RunReport:
+                   progress: Progress | None = None, show_progress: bool = False,
+                   **settings: Any) -> RunReport:
     """Run an evaluation to the end and return its report.
 
     ``config`` is a config file path (or a loaded ``RunConfig``); alternatively pass the
-    ``datasets`` (and ``models``) dicts directly. Results are also written to
-    ``work_dir``: ``harness.db``, ``results/MODEL/DATASET.json`` and ``details/...``.
-    ``breaker`` sets when an endpoint counts as down: the run then stops with
+    ``datasets`` (and ``models``) dicts directly. ``options`` says how the run goes
+    (``RunOptions``); its fields may also be given as keyword arguments (``work_dir=``,
+    ``mode=``, ``concurrency=``, ``limit=``, ``overrides=``, ``dump_details=``,
+    ``rule_workers=``, ``breaker=``), which override ``options``'. Results are also
+    written to the work directory: ``harness.db``, ``results/MODEL/DATASET.json`` and
+    ``details/...``. When an endpoint counts as down (``breaker``) the run stops with
     ``EndpointDownError``.
     """
-    async with open_run(config, datasets=datasets, models=models, work_dir=work_dir,
-                        mode=mode, concurrency=concurrency, limit=limit,
-                        overrides=overrides, dump_details=dump_details, progress=progress,
-                        show_progress=show_progress, breaker=breaker, _stream=False) as run:
+    async with open_run(config, options, datasets=datasets, models=models,
+                        progress=progress, show_progress=show_progress, _stream=False,
+                        **settings) as run:
         await run.finished.wait()
     assert run.report is not None
     return run.report
@@ -112,28 +112,27 @@ class Run:
 
 
 @contextlib.asynccontextmanager
-async def open_run(config: str | Path | RunConfig | None = None, *,
+async def open_run(config: str | Path | RunConfig | None = None,
+                   options: RunOptions | None = None, *,
                    datasets: Sequence[Mapping[str, Any]] | None = None,
                    models: Sequence[Mapping[str, Any]] | None = None,
-                   work_dir: str | Path | None = None, mode: Mode = "all",
-                   concurrency: int = 64, limit: int | None = None,
-                   overrides: ModelOverrides = ModelOverrides(), dump_details: bool = True,
                    progress: Progress | None = None, show_progress: bool = False,
-                   breaker: BreakerPolicy = BreakerPolicy(),
-                   _stream: bool = True) -> AsyncIterator[Run]:
+                   _stream: bool = True, **settings: Any) -> AsyncIterator[Run]:
     """Start an evaluation; yields a ``Run`` to iterate per-sample results from.
 
-    Leaving the block early cancels the run (stored results stay stored). After the
-    block, ``run.report`` holds the summaries.
+    ``options`` and keyword ``settings`` as for ``evaluate``. Leaving the block early
+    cancels the run (stored results stay stored). After the block, ``run.report``
+    holds the summaries.
     """
-    check_run_options(concurrency, limit, work_dir)
+    options = RunOptions.of(options, settings)
+    mode, limit = options.mode, options.limit
     run_config = _load(config, datasets, models)
-    specs = resolve_models(run_config.models, overrides)
+    specs = resolve_models(run_config.models, options.overrides)
     rows = {d.abbr: validate_dataset(d, limit).rows * d.n for d in run_config.datasets}
     # Without a work_dir, each config gets its own, so two configs never share a store.
     default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
     # Resolved once: a symlink re-pointed during the run must not move its files.
-    work = Path(os.path.realpath(work_dir or run_config.work_dir or default))
+    work = Path(os.path.realpath(options.work_dir or run_config.work_dir or default))
     progress = progress or Progress()
     started = time.monotonic()
     async with contextlib.AsyncExitStack() as stack:
@@ -158,11 +157,7 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
             await store.record_models(spec_record(s) for s in specs)
         progress.total = sum(n for d, n in rows.items() for s in specs
                              if pairs is None or (s.abbr, d) in pairs)
-        pipeline = Pipeline(run_config.datasets, specs, store,
-                            PipelineOptions(work, mode, concurrency, limit, dump_details,
-                                            pairs=pairs, breaker=breaker,
-                                            timeout=overrides.timeout,
-                                            max_attempts=overrides.max_attempts),
+        pipeline = Pipeline(run_config.datasets, specs, store, options, work, pairs,
                             progress, starters)
         send, receive = anyio.create_memory_object_stream[SampleResult](0)
         run = Run(receive)
@@ -198,7 +193,7 @@ async def open_run(config: str | Path | RunConfig | None = None, *,
         report = RunReport(work, pipeline.summaries(), pipeline.call_stats(),
                            time.monotonic() - started, pipeline.kept)
         store.check_work_dir()
-        _write_results(report)
+        write_results(work, report.summaries, report.kept, report.elapsed)
         store.check_work_dir()  # replaced while they were written: say so
         run.report = report
 
@@ -220,19 +215,3 @@ def _load(config: str | Path | RunConfig | None,
     if models is not None:
         loaded = replace(loaded, models=list(models))
     return loaded
-
-
-def _write_results(report: RunReport) -> None:
-    """Write each result and ``summary.json``; a kept result stays as it was, and
-    ``summary.json`` lists it, so it always agrees with ``results/``."""
-    current = []
-    for summary in report.summaries:
-        summary["call_stats"] = report.call_stats.get(summary["model"])
-        pair = (summary["model"], summary["dataset"])
-        if pair in report.kept:
-            current.append(report.kept[pair])
-        else:
-            write_json(result_path(report.work_dir, *pair), summary)
-            current.append(summary)
-    write_json(report.work_dir / "summary.json",
-               {"elapsed_seconds": round(report.elapsed, 3), "results": current})

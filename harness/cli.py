@@ -9,7 +9,10 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+if TYPE_CHECKING:
+    from .summary import ResultSummary
 
 #: Exit codes: 0 all scored; 1 some samples pending, the run is incomplete (rerun to
 #: retry them);
@@ -21,6 +24,8 @@ EXIT_OK, EXIT_FAILED_SAMPLES, EXIT_CONFIG = 0, 1, 2
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used to document the CLI in the README)."""
+    from .defaults import CONCURRENCY, MAX_ATTEMPTS
+
     parser = argparse.ArgumentParser(
         prog="harness", description="Asynchronous LLM evaluation harness.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -36,8 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="all: predict and score; infer: only predict; eval: re-score "
                      "stored predictions with zero model requests")
     run.add_argument("-c", "--concurrency", type=_positive(int, "MAX_CONCURRENCY"),
-                     default=64, help="model calls in flight at once (default 64, at "
-                     "most 10000)")
+                     default=CONCURRENCY, help=f"model calls in flight at once (default "
+                     f"{CONCURRENCY}, at most 10000)")
     run.add_argument("--limit", type=_positive(int),
                      help="only the first N samples of each dataset")
     run.add_argument("--model-base-url", help="OpenAI-compatible endpoint, e.g. "
@@ -49,7 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=_positive(float, "MAX_TIMEOUT"),
                      help="seconds per attempt of a model call")
     run.add_argument("--max-attempts", type=_positive(int, "MAX_ATTEMPTS"),
-                     help="attempts per model call (default 6)")
+                     help=f"attempts per model call (default {MAX_ATTEMPTS})")
+    run.add_argument("--rule-workers", type=_positive(int, "MAX_RULE_WORKERS"),
+                     metavar="N", help="worker processes for rule checks that need them "
+                     "(math-verify; default: one per core, at most 256)")
     run.add_argument("--reuse", action="store_true",
                      help="accepted for OpenCompass compatibility: stored predictions "
                      "are always reused")
@@ -135,14 +143,17 @@ def _run(args: argparse.Namespace) -> int:
     async def go():
         from .api import evaluate
         from .interrupt import run_until_signal
+        from .options import RunOptions
 
-        # Made here, inside the error handling below: it checks its values.
+        # Made here, inside the error handling below: they check their values.
         overrides = ModelOverrides(args.model_base_url, args.model, args.api_key_env,
                                    args.timeout, args.max_attempts)
-        return await run_until_signal(lambda: evaluate(
-            config, work_dir=args.work_dir, mode=args.mode, concurrency=args.concurrency,
-            limit=args.limit, overrides=overrides, dump_details=args.dump_details,
-            show_progress=not args.quiet))
+        options = RunOptions(work_dir=args.work_dir, mode=args.mode,
+                             concurrency=args.concurrency, limit=args.limit,
+                             dump_details=args.dump_details, rule_workers=args.rule_workers,
+                             overrides=overrides)
+        return await run_until_signal(lambda: evaluate(config, options,
+                                                       show_progress=not args.quiet))
 
     # This process is ours: collect garbage for throughput (see harness.gc_tuning), and
     # show the library's warnings (a context too small for max_out_len, say).
@@ -174,8 +185,8 @@ def _run(args: argparse.Namespace) -> int:
         print(line)
     if args.dump_extract_rate:
         for s in report.summaries:
-            if s.get("extract_rate") is not None:
-                print(f"extract rate {s['model']}/{s['dataset']}: {s['extract_rate']:.2f}%")
+            if s.extract_rate is not None:
+                print(f"extract rate {s.model}/{s.dataset}: {s.extract_rate:.2f}%")
     print(f"\nresults: {report.work_dir}/results  details: {report.work_dir}/details  "
           f"({report.elapsed:.1f}s)")
     print(f"report: python -m harness report {shlex.quote(str(report.work_dir))}")
@@ -191,13 +202,13 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _kept_line(model: str, dataset: str, kept: dict, own: dict) -> str:
+def _kept_line(model: str, dataset: str, kept: ResultSummary, own: ResultSummary) -> str:
     """What a run that got less far than the results on disk left in place, and how to
     let it replace them."""
     from .paths import result_path
     from .results import reach
 
-    def far(summary: dict) -> str:
+    def far(summary: ResultSummary) -> str:
         scored, predicted = reach(summary)
         return f"{scored} scored, {predicted} predicted"
 
@@ -277,14 +288,14 @@ _PENDING_ADVICE = {
 }
 
 
-def _pending_lines(summaries: list[dict]) -> list[str]:
+def _pending_lines(summaries: list[ResultSummary]) -> list[str]:
     """The run's pending samples grouped by cause (``model_error: 12 × connection refused
     after 6 attempts``), then what to do about each kind."""
     causes: dict[tuple[str, str], int] = {}
     for s in summaries:
-        for item in s["pending_causes"]:
-            key = (item["status"], item["cause"])
-            causes[key] = causes.get(key, 0) + item["count"]
+        for item in s.pending_causes:
+            key = (item.status, item.cause)
+            causes[key] = causes.get(key, 0) + item.count
     lines = [f"{status}: {n} × {cause}"
              for (status, cause), n in sorted(causes.items(), key=lambda kv: -kv[1])]
     statuses = sorted({status for status, _ in causes})
@@ -297,12 +308,12 @@ def _pending_lines(summaries: list[dict]) -> list[str]:
     return lines
 
 
-def _judge_lines(summaries: list[dict]) -> list[str]:
+def _judge_lines(summaries: list[ResultSummary]) -> list[str]:
     """One line per judge endpoint: what judging cost and how it went."""
     seen: dict[str, dict] = {}
     for s in summaries:
-        if s.get("judge_stats"):
-            seen[s["judge_stats"]["judge"]] = s["judge_stats"]
+        if s.judge_stats:
+            seen[s.judge_stats["judge"]] = dict(s.judge_stats)
     lines = []
     for name, j in seen.items():
         lines.append(f"judge {name}: {j['requests']} requests ({j['retries']} retries, "

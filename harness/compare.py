@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from .paths import details_path
+from .records import SCORED_STATUSES
 from .results import wilson_bounds
 from .report.workdir import iter_details, load_summaries
+from .summary import ResultSummary
 
-_SCORED = frozenset({"ok", "extract_failed", "timeout"})
 _PRED_CHARS = 200
 
 
@@ -59,7 +60,7 @@ def load_verdicts(path: Path) -> dict[tuple[int, int], tuple[Any, bool]]:
     if not path.is_file():
         return out
     for _, row in iter_details(path):
-        if row.get("status") in _SCORED and row.get("correct") is not None:
+        if row.get("status") in SCORED_STATUSES and row.get("correct") is not None:
             pred = row.get("pred")
             if isinstance(pred, str) and len(pred) > _PRED_CHARS:
                 pred = pred[:_PRED_CHARS] + "…"
@@ -96,16 +97,16 @@ def compare_verdicts(a: dict[tuple[int, int], tuple[Any, bool]],
 
 def compare_dirs(work_a: str | Path, work_b: str | Path) -> dict[str, Any]:
     """The comparison of every (model, dataset) in both work directories."""
-    summaries_a = {(s["model"], s["dataset"]): s for s in load_summaries(work_a)}
-    summaries_b = {(s["model"], s["dataset"]): s for s in load_summaries(work_b)}
+    summaries_a = {ResultSummary.from_json(s).pair for s in load_summaries(work_a)}
+    summaries_b = {ResultSummary.from_json(s).pair for s in load_summaries(work_b)}
     pairs = []
-    for model, dataset in sorted(summaries_a.keys() & summaries_b.keys()):
+    for model, dataset in sorted(summaries_a & summaries_b):
         result = compare_verdicts(load_verdicts(details_path(work_a, model, dataset)),
                                   load_verdicts(details_path(work_b, model, dataset)))
         pairs.append({"model": model, "dataset": dataset, **result})
     return {"a": str(work_a), "b": str(work_b), "pairs": pairs,
-            "only_in_a": [f"{m}/{d}" for m, d in sorted(summaries_a.keys() - summaries_b.keys())],
-            "only_in_b": [f"{m}/{d}" for m, d in sorted(summaries_b.keys() - summaries_a.keys())]}
+            "only_in_a": [f"{m}/{d}" for m, d in sorted(summaries_a - summaries_b)],
+            "only_in_b": [f"{m}/{d}" for m, d in sorted(summaries_b - summaries_a)]}
 
 
 def format_text(result: dict[str, Any], max_changed: int = 200) -> str:

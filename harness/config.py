@@ -263,7 +263,7 @@ def _check_reference(evaluator: BaseEvaluator | None, output_column: str | None,
     """An evaluator compares each prediction with a reference: without ``output_column``
     every reference would be empty and every sample wrong. Only a judge whose template
     asks for no reference (``{reference}``, ``{obj_gold}``) grades without one."""
-    from .judge.evaluators import GenericLLMEvaluator
+    from .evaluators.llm import GenericLLMEvaluator
     from .prompt import PLACEHOLDER
 
     if evaluator is None or output_column is not None:

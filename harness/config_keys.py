@@ -113,6 +113,9 @@ MAX_CONCURRENCY = 10_000
 #: give up" (issue 13: nothing waits unboundedly).
 MAX_ATTEMPTS = 100
 MAX_TIMEOUT = 86_400.0
+#: The most worker processes for rule checks (``--rule-workers``): each is a Python
+#: process with its own imports, and more than the cores only adds switching.
+MAX_RULE_WORKERS = 256
 
 
 def positive(value: Any, field: str | None, kind: type = float,

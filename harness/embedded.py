@@ -18,6 +18,7 @@ from typing import Iterable
 import anyio
 
 from .config import DatasetSpec
+from .defaults import EMBEDDED_TIMEOUT
 from .local_model import (DEFAULT_MODEL_ALIAS, EMBEDDED_ENDPOINT_ID, MAX_CTX_PER_SLOT,
                           LocalModelServer)
 from .prompt import as_text
@@ -45,7 +46,7 @@ def embedded_spec() -> ModelSpec:
     to the completions endpoint, where a base model reads it best)."""
     return ModelSpec(abbr=DEFAULT_MODEL_ALIAS, model=DEFAULT_MODEL_ALIAS,
                      base_url="http://127.0.0.1:0/v1", api_key="none",
-                     endpoint_id=EMBEDDED_ENDPOINT_ID, timeout=300.0,
+                     endpoint_id=EMBEDDED_ENDPOINT_ID, timeout=EMBEDDED_TIMEOUT,
                      gen_params={"temperature": 0.0}, concurrency=SLOTS, api="auto")
 
 

@@ -37,6 +37,7 @@ import anyio.abc
 import anyio.to_thread
 from anyio.streams.buffered import BufferedByteReceiveStream, DelimiterNotFound
 
+from harness.defaults import ENV_CACHE_DIR
 from harness.errors import LocalModelError, LocalModelMissingError
 
 __all__ = [
@@ -107,7 +108,7 @@ def _require_local_model() -> None:
 
 
 def _default_cache_dir() -> Path:
-    env = os.environ.get("HARNESS_CACHE_DIR")
+    env = os.environ.get(ENV_CACHE_DIR)
     return Path(env) if env else Path.home() / ".cache" / "harness" / "models"
 
 

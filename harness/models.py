@@ -24,6 +24,9 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from .defaults import (CONNECT_TIMEOUT, ENV_API_KEY, ENV_MODEL, ENV_MODEL_BASE_URL,
+                       ENV_OPENAI_API_KEY, RATE_LIMIT_TIMEOUT, TIMEOUT)
+from .defaults import MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS
 from .config_keys import (MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT, check_keys, positive,
                           within)
 from .errors import ConfigError
@@ -82,22 +85,22 @@ def resolve_models(config_models: list[Mapping[str, Any]], overrides: ModelOverr
     if overrides.base_url or overrides.model:
         first = dict(config_models[0]) if config_models else {}
         base_url = (_from(overrides.base_url, "--model-base-url")
-                    or _from(env.get("HARNESS_MODEL_BASE_URL"), "$HARNESS_MODEL_BASE_URL")
+                    or _from(env.get(ENV_MODEL_BASE_URL), f"${ENV_MODEL_BASE_URL}")
                     or _base_url(first))
         if not base_url:
             raise ConfigError("--model was given but no endpoint: add --model-base-url or "
-                              "set HARNESS_MODEL_BASE_URL", field="model")
+                              f"set {ENV_MODEL_BASE_URL}", field="model")
         first.update(base_url=base_url,
-                     path=overrides.model or env.get("HARNESS_MODEL") or _name(first) or "")
+                     path=overrides.model or env.get(ENV_MODEL) or _name(first) or "")
         first.setdefault("abbr", None)
         return [model_spec(first, "--model", overrides, env)]
     if config_models:
         return [model_spec(m, f"models[{i}]", overrides, env)
                 for i, m in enumerate(config_models)]
-    if env.get("HARNESS_MODEL_BASE_URL"):
-        cfg = {"base_url": _from(env["HARNESS_MODEL_BASE_URL"], "$HARNESS_MODEL_BASE_URL"),
-               "path": env.get("HARNESS_MODEL", "")}
-        return [model_spec(cfg, "HARNESS_MODEL_BASE_URL", overrides, env)]
+    if env.get(ENV_MODEL_BASE_URL):
+        cfg = {"base_url": _from(env[ENV_MODEL_BASE_URL], f"${ENV_MODEL_BASE_URL}"),
+               "path": env.get(ENV_MODEL, "")}
+        return [model_spec(cfg, ENV_MODEL_BASE_URL, overrides, env)]
     return None
 
 
@@ -138,12 +141,12 @@ def model_settings(cfg: Any) -> dict[str, Any]:
     attempts = "max_attempts" if cfg.get("max_attempts") is not None else "retry"
     return dict(
         gen_params=_gen_params(cfg),
-        timeout=positive(cfg.get("timeout"), "timeout", float, MAX_TIMEOUT) or 600.0,
-        max_attempts=positive(cfg.get(attempts), attempts, int, MAX_ATTEMPTS) or 6,
+        timeout=positive(cfg.get("timeout"), "timeout", float, MAX_TIMEOUT) or TIMEOUT,
+        max_attempts=positive(cfg.get(attempts), attempts, int, MAX_ATTEMPTS) or DEFAULT_MAX_ATTEMPTS,
         connect_timeout=positive(cfg.get("connect_timeout"), "connect_timeout", float,
-                                 MAX_TIMEOUT) or 10.0,
+                                 MAX_TIMEOUT) or CONNECT_TIMEOUT,
         rate_limit_timeout=positive(cfg.get("rate_limit_timeout"), "rate_limit_timeout", float,
-                                    MAX_TIMEOUT) or 300.0,
+                                    MAX_TIMEOUT) or RATE_LIMIT_TIMEOUT,
         concurrency=positive(cfg.get("concurrency"), "concurrency", int, MAX_CONCURRENCY),
         transport=_transport(cfg),
         api=_api(cfg),
@@ -281,5 +284,5 @@ def _api_key(cfg: Mapping[str, Any], overrides: ModelOverrides,
     if isinstance(key, (list, tuple)):
         key = key[0] if key else None
     if key == "ENV":
-        key = env.get("OPENAI_API_KEY")
-    return str(key or env.get("HARNESS_API_KEY") or env.get("OPENAI_API_KEY") or "")
+        key = env.get(ENV_OPENAI_API_KEY)
+    return str(key or env.get(ENV_API_KEY) or env.get(ENV_OPENAI_API_KEY) or "")

@@ -3,15 +3,21 @@
 Every stage receives one small frozen record and emits the next; a per-sample failure is
 a ``status`` on the record, never an exception that ends the run::
 
-    Sample ─▶ Completion ─▶ SampleResult
-    (row +     (model reply    (extracted answer, rule verdict,
-     prompt)    or error)       judge verdict, final status)
+    Sample ─▶ Completion ─▶ SampleResult ──────────────────────────▶ (collected)
+    (row +     (model reply    (extracted answer, rule verdict, status)
+     prompt)    or error)       └▶ JudgeTask ─▶ JudgeRequest ─▶ SampleResult
+                                  (rules done)  (judge messages,  (with the verdict)
+                                                 verdict key)
+
+``StoreWrite`` is what the store writer commits: fresh completions and verdicts.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
+
+from . import defaults
 
 #: Which endpoint a model is called on: ``chat`` (``/chat/completions``, messages),
 #: ``completions`` (``/completions``, a text prompt) or ``auto`` (completions for a
@@ -45,6 +51,17 @@ SCORED_STATUSES: frozenset[str] = frozenset({"ok", "extract_failed", "empty_repl
 #: Scored statuses in which no answer was found (they lower ``extract_rate``).
 NO_ANSWER_STATUSES: frozenset[str] = frozenset({"extract_failed", "empty_reply"})
 
+#: Rule outcomes a cascade's judge layer builds on (an evaluator error or a failed model
+#: call has no rule verdict to combine with).
+RULE_DECIDED_STATUSES: frozenset[str] = frozenset({"ok", "extract_failed", "timeout"})
+
+#: Statuses of samples that were never predicted (a failed call, or ``--mode eval``
+#: without a stored prediction): they lower how far a run got (``results.reach``).
+UNPREDICTED_STATUSES: frozenset[str] = frozenset({"model_error", "missing"})
+
+#: What is pending in ``--mode infer``, where nothing is scored: only a failed call.
+INFER_PENDING_STATUSES: frozenset[str] = frozenset({"model_error"})
+
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
@@ -63,10 +80,10 @@ class ModelSpec:
     base_url: str
     api_key: str = field(default="", repr=False)
     gen_params: Mapping[str, Any] = field(default_factory=dict)
-    timeout: float = 600.0
-    max_attempts: int = 6
-    connect_timeout: float = 10.0
-    rate_limit_timeout: float = 300.0
+    timeout: float = defaults.TIMEOUT
+    max_attempts: int = defaults.MAX_ATTEMPTS
+    connect_timeout: float = defaults.CONNECT_TIMEOUT
+    rate_limit_timeout: float = defaults.RATE_LIMIT_TIMEOUT
     concurrency: int | None = None
     endpoint_id: str | None = None
     transport: str = "aiohttp"
@@ -189,3 +206,28 @@ class SampleResult:
         }
         row.update(self.details)
         return row
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeTask:
+    """A sample on its way to the judge, with the rule layer's result (if any)."""
+
+    result: SampleResult
+    row: Mapping[str, Any]
+    prediction: Any
+    reference: Any
+    has_rule: bool
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeRequest:
+    """A judge task no stored verdict answers: its rendered judge messages and the
+    verdict key they make, sent from the verdict lookup to the judge callers."""
+
+    task: JudgeTask
+    messages: tuple[dict[str, str], ...]
+    key: str
+
+
+#: What the store writer commits: fresh predictions and fresh verdicts.
+StoreWrite = Completion | VerdictRecord

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .records import NO_ANSWER_STATUSES, SCORED_STATUSES, SampleResult
+from .records import (INFER_PENDING_STATUSES, NO_ANSWER_STATUSES, SCORED_STATUSES,
+                      UNPREDICTED_STATUSES, SampleResult)
+from .summary import PRIMARY_METRIC, MetricValue, PendingCause, ResultSummary
 
 #: Distinct causes of pending samples counted per result; the rest are "other causes"
 #: (an evaluator bug can fail every sample in its own words).
@@ -140,52 +142,51 @@ class Accumulator:
                 pass  # discarded anyway
             self._offsets.clear()
 
-    def summary(self) -> dict[str, Any]:
-        """The results JSON for this model and dataset.
+    def summary(self) -> ResultSummary:
+        """The result for this model and dataset.
 
         While any sample is unscored (a failed model or judge call, say) the result is
-        incomplete: ``complete`` is false and, instead of one accuracy, ``accuracy_bounds``
-        gives the range it lies in (every pending sample wrong … every one right). The
+        incomplete: ``complete`` is false and, instead of one accuracy, its ``bounds``
+        give the range it lies in (every pending sample wrong … every one right). The
         pending samples are no random subset (a cascade sends only rule failures to the
         judge), so an accuracy over the scored ones alone would mislead.
         """
         no_answer = sum(self.by_status.get(s, 0) for s in NO_ANSWER_STATUSES)
         # In infer mode nothing is scored: only a failed call is pending.
-        unscored = {"model_error"} if self.mode == "infer" else None
         pending_counts = {status: n for status, n in sorted(self.by_status.items())
-                          if (status in unscored if unscored else status not in SCORED_STATUSES)}
+                          if (status in INFER_PENDING_STATUSES if self.mode == "infer"
+                              else status not in SCORED_STATUSES)}
         pending = sum(pending_counts.values())
         complete = pending == 0 and self.total > 0
-        out: dict[str, Any] = {
-            "model": self.model, "dataset": self.dataset, "mode": self.mode,
-            "total": self.total, "scored": self.scored, "correct": self.correct,
-            "counts": dict(sorted(self.by_status.items())), "cached_predictions": self.cached,
-            "complete": complete, "pending": pending, "pending_counts": pending_counts,
-            "pending_causes": [{"status": status, "cause": cause, "count": n} for
-                               (status, cause), n in sorted(self.causes.items(),
-                                                            key=lambda item: -item[1])
-                               if status in pending_counts],
-        }
+        causes = tuple(PendingCause(status, cause, n) for (status, cause), n in
+                       sorted(self.causes.items(), key=lambda item: -item[1])
+                       if status in pending_counts)
+        metrics: dict[str, MetricValue] = {}
+        extract_rate = replicas = None
         if self.mode != "infer":
-            out["accuracy"] = 100.0 * self.correct / self.total if complete else None
-            out["accuracy_bounds"] = ([round(100.0 * self.correct / self.total, 4),
-                                       round(100.0 * (self.correct + pending) / self.total, 4)]
-                                      if self.total else None)
-            out["accuracy_ci95"] = wilson_interval(self.correct, self.total) if complete else None
-            out["extract_rate"] = (100.0 * (self.scored - no_answer) / self.scored
-                                   if self.scored else None)
+            value = 100.0 * self.correct / self.total if complete else None
+            bounds = ((round(100.0 * self.correct / self.total, 4),
+                       round(100.0 * (self.correct + pending) / self.total, 4))
+                      if self.total else None)
+            ci = wilson_interval(self.correct, self.total) if complete else None
+            extract_rate = (100.0 * (self.scored - no_answer) / self.scored
+                            if self.scored else None)
             if self.replicas > 1:
-                metrics = replica_metrics(self._per_sample, self._per_replica, self.replicas)
-                ci = metrics.pop("_sample_ci95")
+                computed = replica_metrics(self._per_sample, self._per_replica, self.replicas)
+                sample_ci = computed.pop("_sample_ci95")
                 if complete:
-                    out.update(metrics)
-                    out["accuracy_ci95"] = ci
-        if self.judge_mode is not None:
-            out["judge_mode"] = self.judge_mode
-            out["cascade_stats"] = self.cascade_stats()
-        if self.details_path is not None:
-            out["details"] = str(self.details_path)
-        return out
+                    replicas, ci = computed, sample_ci
+            metrics[PRIMARY_METRIC] = MetricValue(PRIMARY_METRIC, value,
+                                                  (ci[0], ci[1]) if ci else None, bounds)
+        return ResultSummary(
+            model=self.model, dataset=self.dataset, mode=self.mode, total=self.total,
+            scored=self.scored, correct=self.correct, counts=dict(sorted(self.by_status.items())),
+            cached_predictions=self.cached, complete=complete, pending=pending,
+            pending_counts=pending_counts, pending_causes=causes, metrics=metrics,
+            extract_rate=extract_rate, replica_metrics=replicas,
+            judge_mode=self.judge_mode,
+            cascade_stats=self.cascade_stats() if self.judge_mode is not None else None,
+            details=str(self.details_path) if self.details_path is not None else None)
 
     def cascade_stats(self) -> dict[str, Any]:
         """The seed's ``cascade_stats``, plus ``unparsed``, ``judge_error`` and ``pending``.
@@ -273,8 +274,8 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> lis
     return [round(100 * low, 2), round(100 * high, 2)]
 
 
-def keeps_previous(summary: dict[str, Any], previous: dict[str, Any] | None) -> bool:
-    """Whether the result on disk (``previous``) stays instead of ``summary``'s.
+def keeps_previous(summary: ResultSummary, previous: ResultSummary | None) -> bool:
+    """Whether the result on disk (``previous``) stays instead of ``summary``.
 
     A run replaces a result only when it got at least as far: as many samples scored
     and as many predicted (:func:`reach`). A run against a dead endpoint (all failed
@@ -287,13 +288,23 @@ def keeps_previous(summary: dict[str, Any], previous: dict[str, Any] | None) -> 
     return scored < was_scored or predicted < was_predicted
 
 
-def reach(summary: dict[str, Any]) -> tuple[int, int]:
+def reach(summary: ResultSummary) -> tuple[int, int]:
     """How far the run of a result got: ``(samples scored, samples predicted)``."""
-    counts = summary.get("counts") or {}
-    unpredicted = sum(counts.get(status, 0) for status in ("model_error", "missing"))
+    unpredicted = sum(summary.counts.get(status, 0) for status in UNPREDICTED_STATUSES)
     # In infer mode a prediction counts as "scored" in the counters; it is not.
-    scored = 0 if summary.get("mode") == "infer" else summary.get("scored", 0)
-    return scored, summary.get("total", 0) - unpredicted
+    scored = 0 if summary.mode == "infer" else summary.scored
+    return scored, summary.total - unpredicted
+
+
+def read_summary(path: Path) -> ResultSummary | None:
+    """The result in the results file ``path``, or ``None`` when it is absent or not one."""
+    data = read_json(path)
+    if data is None or "model" not in data or "dataset" not in data:
+        return None
+    try:
+        return ResultSummary.from_json(data)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None  # a foreign or damaged file is no result to keep
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -318,11 +329,11 @@ def write_json(path: Path, data: Any) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def summary_table(summaries: list[dict[str, Any]]) -> str:
+def summary_table(summaries: list[ResultSummary]) -> str:
     """A plain-text table: one row per dataset, one column per model."""
-    models = list(dict.fromkeys(s["model"] for s in summaries))
-    datasets = list(dict.fromkeys(s["dataset"] for s in summaries))
-    cell = {(s["dataset"], s["model"]): _cell(s) for s in summaries}
+    models = list(dict.fromkeys(s.model for s in summaries))
+    datasets = list(dict.fromkeys(s.dataset for s in summaries))
+    cell = {(s.dataset, s.model): _cell(s) for s in summaries}
     header = ["dataset", *models]
     rows = [[d, *(cell.get((d, m), "-") for m in models)] for d in datasets]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -332,16 +343,16 @@ def summary_table(summaries: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _cell(s: dict[str, Any]) -> str:
-    if s["mode"] == "infer":
-        failed = s["pending"]
-        return (f"{s['total'] - failed} predicted"
+def _cell(s: ResultSummary) -> str:
+    if s.mode == "infer":
+        failed = s.pending
+        return (f"{s.total - failed} predicted"
                 + (f", INCOMPLETE: {failed} model_error" if failed else ""))
-    if not s.get("complete"):
+    if not s.complete or s.accuracy is None or s.extract_rate is None:
         return _incomplete_cell(s)
-    text = f"{s['accuracy']:.2f} ({s['correct']}/{s['scored']}, extract {s['extract_rate']:.0f}%)"
-    cascade = s.get("cascade_stats")
-    if cascade and s.get("judge_mode") in ("cascade", "parallel"):
+    text = f"{s.accuracy:.2f} ({s.correct}/{s.scored}, extract {s.extract_rate:.0f}%)"
+    cascade = s.cascade_stats
+    if cascade and s.judge_mode in ("cascade", "parallel"):
         # The seed asks for both layers, so results compare with pure-rule runs.
         gain = cascade["final_accuracy"] - cascade["rule_accuracy"]
         text += f" = rule {cascade['rule_accuracy']:.2f} + judge {gain:.2f}"
@@ -350,10 +361,11 @@ def _cell(s: dict[str, Any]) -> str:
     return text
 
 
-def _incomplete_cell(s: dict[str, Any]) -> str:
+def _incomplete_cell(s: ResultSummary) -> str:
     """No single number for an incomplete result: its bounds and what is pending."""
-    if not s["total"]:
+    bounds = s.primary.bounds if s.primary else None
+    if not s.total or bounds is None:
         return "n/a (no samples)"
-    low, high = s["accuracy_bounds"]
-    pending = ", ".join(f"{n} {status}" for status, n in s["pending_counts"].items())
-    return f"INCOMPLETE {low:.2f}..{high:.2f} ({s['correct']}/{s['total']} correct; pending: {pending})"
+    low, high = bounds
+    pending = ", ".join(f"{n} {status}" for status, n in s.pending_counts.items())
+    return f"INCOMPLETE {low:.2f}..{high:.2f} ({s.correct}/{s.total} correct; pending: {pending})"

@@ -101,6 +101,8 @@ async def test_a_judge_that_grades_without_a_reference_needs_no_output_column(tm
     (["-c", "1000000000"], "argument -c/--concurrency: must be from 1 to 10000, not 1000000000"),
     (["--max-attempts", "1000"], "argument --max-attempts: must be from 1 to 100, not 1000"),
     (["--timeout", "1e9"], "argument --timeout: must be above 0 and at most 86400, not 1000000000.0"),
+    (["--rule-workers", "1000"], "argument --rule-workers: must be from 1 to 256, not 1000"),
+    (["--rule-workers", "0"], "argument --rule-workers: must be positive, not 0"),
 ])
 async def test_a_flag_beyond_its_limit_exits_2_naming_the_range(server, tmp_path, flags,
                                                                  message):
@@ -124,6 +126,8 @@ async def test_a_config_work_dir_that_is_no_path_exits_2(server, tmp_path, value
 @pytest.mark.parametrize("option,message", [
     (dict(concurrency=10**9), "field 'concurrency': must be from 1 to 10000"),
     (dict(work_dir=5), "field 'work_dir': must be a directory path, not 5"),
+    (dict(rule_workers=0), "field 'rule_workers': must be positive, not 0"),
+    (dict(rule_workers=1000), "field 'rule_workers': must be from 1 to 256, not 1000"),
 ])
 async def test_the_library_refuses_them_too(server, tmp_path, option, message):
     cfg = write_config(tmp_path / "cfg.py", write_arith(tmp_path / "a.jsonl", 4),

@@ -7,9 +7,10 @@ pipeline aggregates. ``score`` keeps the OpenCompass batch interface for library
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, ClassVar, Iterable, Mapping
 
-from ..config_keys import accepted_keywords, check_keys, positive, within
+from ..config_keys import accepted_keywords, check_keys, construct, positive, within
 from ..registry import Registry
 
 #: Evaluators by name; configs may also give the class itself as ``type``.
@@ -112,3 +113,29 @@ class SampleScoreEvaluator(BaseEvaluator):
         """Call the function and normalize what it returns."""
         result = self.sample_score_fn(prediction, reference, test_item, **self.fn_kwargs)
         return as_detail(result, prediction, reference)
+
+
+def build_evaluator(cfg: Mapping[str, Any] | BaseEvaluator) -> BaseEvaluator:
+    """An evaluator instance from ``dict(type=Class_or_name_or_function, **kwargs)``.
+
+    A plain function as ``type`` is a ``sample_score_fn`` and is wrapped in
+    ``SampleScoreEvaluator``; the keys other than ``timeout`` and ``pred_postprocessor``
+    go to the function. Unknown names raise ``KeyError``, a key the class or function
+    does not accept ``ConfigError`` (field: the key), other bad arguments ``TypeError``
+    or ``ValueError``: all at config time, before any request is sent.
+    """
+    if isinstance(cfg, BaseEvaluator):
+        return cfg
+    if not isinstance(cfg, Mapping) or "type" not in cfg:
+        raise TypeError("evaluator must be dict(type=..., ...)")
+    target = EVALUATORS.get(cfg["type"])
+    if inspect.isclass(target):
+        try:
+            return construct({**cfg, "type": target})
+        except TypeError as exc:
+            raise TypeError(f"{target.__name__}: {exc}") from exc
+    if callable(target):
+        base = {k: v for k, v in cfg.items() if k in EVALUATOR_KEYS}
+        fn_kwargs = {k: v for k, v in cfg.items() if k not in (*EVALUATOR_KEYS, "type")}
+        return SampleScoreEvaluator(sample_score_fn=target, fn_kwargs=fn_kwargs, **base)
+    raise TypeError(f"evaluator type {cfg['type']!r} is neither a class nor a function")

@@ -17,10 +17,9 @@ from ..breaker import BreakerPolicy
 from ..client import ModelClient
 from ..errors import ModelCallError, PermanentModelError
 from ..keys import content_key, request_content
-from ..records import SampleResult, VerdictRecord
-from ..scoring import JudgeTask
+from ..records import JudgeTask, SampleResult, VerdictRecord
 from ..store import Store
-from .evaluators import GenericLLMEvaluator
+from ..evaluators.llm import GenericLLMEvaluator
 from .spec import JudgeSpec
 from .verdict import FORMAT_REMINDER, parse_verdict, verdict_from_json, verdict_probability
 

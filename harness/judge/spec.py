@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..config_keys import check_keys, within
+from ..defaults import (ENV_API_KEY, ENV_JUDGE_API_BASE, ENV_JUDGE_API_KEY, ENV_JUDGE_MODEL,
+                        ENV_OPENAI_API_KEY, JUDGE_CONCURRENCY)
+from ..defaults import MAX_REASKS as DEFAULT_MAX_REASKS
 from ..errors import ConfigError
 from ..models import (ENDPOINT_KEYS, GEN_KEYS, INERT_MODEL_KEYS, MODEL_KEYS, model_settings,
                       model_spec)
@@ -43,10 +46,10 @@ class JudgeSpec:
     """A resolved judge: endpoint plus pacing, constraint and re-ask settings."""
 
     model: ModelSpec
-    concurrency: int = 8
+    concurrency: int = JUDGE_CONCURRENCY
     constrain: str | None = None
     logprobs: bool = False
-    max_reasks: int = 2
+    max_reasks: int = DEFAULT_MAX_REASKS
 
     @property
     def rpm(self) -> float | None:
@@ -87,7 +90,7 @@ def judge_settings(judge_cfg: Any) -> dict[str, Any]:
     logprobs = judge_cfg.get("logprobs", False)
     if not isinstance(logprobs, bool):
         raise ConfigError(f"must be True or False, not {logprobs!r}", field="logprobs")
-    reasks = judge_cfg.get("max_reasks", 2)
+    reasks = judge_cfg.get("max_reasks", DEFAULT_MAX_REASKS)
     if (isinstance(reasks, bool) or not isinstance(reasks, int)
             or not 0 <= reasks <= MAX_REASKS):
         raise ConfigError(f"must be a whole number from 0 to {MAX_REASKS}, not {reasks!r}",
@@ -103,24 +106,24 @@ def judge_spec(judge_cfg: Mapping[str, Any] | None, where: str = "judge_cfg",
         settings = judge_settings(judge_cfg)
     cfg = dict(judge_cfg or {})
     if not any(cfg.get(k) for k in ENDPOINT_KEYS):
-        missing = [v for v in ("OC_JUDGE_MODEL", "OC_JUDGE_API_BASE") if not env.get(v)]
+        missing = [v for v in (ENV_JUDGE_MODEL, ENV_JUDGE_API_BASE) if not env.get(v)]
         if missing:
             raise ConfigError(f"judge_cfg names no endpoint and {', '.join(missing)} "
-                              "is not set; set OC_JUDGE_MODEL, OC_JUDGE_API_BASE (and "
-                              "OC_JUDGE_API_KEY) or give a judge_cfg", field=where)
-        cfg.setdefault("path", env["OC_JUDGE_MODEL"])
-        cfg["openai_api_base"] = endpoint_url(env["OC_JUDGE_API_BASE"], "$OC_JUDGE_API_BASE")
-        if env.get("OC_JUDGE_API_KEY"):
-            cfg.setdefault("key", env["OC_JUDGE_API_KEY"])
+                              f"is not set; set {ENV_JUDGE_MODEL}, {ENV_JUDGE_API_BASE} (and "
+                              f"{ENV_JUDGE_API_KEY}) or give a judge_cfg", field=where)
+        cfg.setdefault("path", env[ENV_JUDGE_MODEL])
+        cfg["openai_api_base"] = endpoint_url(env[ENV_JUDGE_API_BASE], f"${ENV_JUDGE_API_BASE}")
+        if env.get(ENV_JUDGE_API_KEY):
+            cfg.setdefault("key", env[ENV_JUDGE_API_KEY])
         cfg.setdefault("abbr", "judge")
     if not (cfg.get("path") or cfg.get("model")):
         raise ConfigError("judge model name missing (path or model)", field=f"{where}.path")
     if not any(cfg.get(k) for k in ("key", "api_key", "api_key_env")):
         # No key given for the judge: send none, rather than the evaluated model's key
         # from $HARNESS_API_KEY / $OPENAI_API_KEY to what may be another provider.
-        env = {k: v for k, v in env.items() if k not in ("HARNESS_API_KEY", "OPENAI_API_KEY")}
+        env = {k: v for k, v in env.items() if k not in (ENV_API_KEY, ENV_OPENAI_API_KEY)}
     model = model_spec(_model_part(cfg), where, env=env)
-    return JudgeSpec(model=model, concurrency=model.concurrency or 8, **settings)
+    return JudgeSpec(model=model, concurrency=model.concurrency or JUDGE_CONCURRENCY, **settings)
 
 
 def _model_part(judge_cfg: Mapping[str, Any]) -> dict[str, Any]:

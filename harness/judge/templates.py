@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..defaults import ENV_JUDGES_DIR
 from ..errors import ConfigError
 from ..prompt import RawPromptTemplate
 
@@ -21,7 +22,7 @@ SYSTEM_PROMPT = ("You are a helpful assistant who evaluates the correctness and 
 
 def judges_dir() -> Path:
     """Where presets live: ``$HARNESS_JUDGES_DIR``, else the checkout's ``judges/``."""
-    env = os.environ.get("HARNESS_JUDGES_DIR")
+    env = os.environ.get(ENV_JUDGES_DIR)
     return Path(env) if env else Path(__file__).resolve().parents[2] / "judges"
 
 

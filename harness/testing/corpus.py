@@ -168,7 +168,8 @@ async def score_corpus(configs: Sequence[ConfigUnderTest], rows: Iterable[Corpus
                        workers: int | None = None) -> list[RowVerdict]:
     """Score every row of each config's task through the pipeline's rule stage; a
     cascade's verdict is its rule layer's (the judge is not asked)."""
-    from harness.scoring import JudgeTask, Scorer
+    from harness.records import JudgeTask
+    from harness.stages.score import Scorer
 
     rows = list(rows)
     verdicts: list[RowVerdict] = []

@@ -4,37 +4,45 @@ Cheap evaluators run inline (microseconds); evaluators marked ``needs_worker``
 (math-verify) run in worker processes under a time limit. Every outcome, failures
 included, becomes a ``SampleResult`` with a status: nothing is dropped and nothing
 fails silently. Samples the judge must see leave as a ``JudgeTask`` instead.
+
+Without worker processes scoring never waits, so the stage that holds a completion
+(the reader for a stored one, a model caller for a reply) scores it on the spot through
+its ``ScoreOutlet``: a stream hop and a task switch cost more than the check.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from dataclasses import replace
+from types import TracebackType
+from typing import Any, Callable, Mapping
 
+import anyio
 from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream
+from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
-from .config import DatasetSpec
-from .judge.evaluators import judge_plan
-from .postprocessors import is_extraction_failure
-from .postprocessors.build import BoundPostprocessor
-from .progress import Progress
-from .records import Completion, SampleResult, SampleStatus
-from .workers import WorkerPool, WorkerTimeout
+from ..config import DatasetSpec
+from ..evaluators.llm import GenericLLMEvaluator, judge_plan
+from ..postprocessors import is_extraction_failure
+from ..postprocessors.build import BoundPostprocessor
+from ..progress import Progress
+from ..records import RULE_DECIDED_STATUSES, Completion, JudgeTask, SampleResult, SampleStatus
+from ..workers import WorkerPool, WorkerTimeout
+from .collect import Collector
+from .streams import send
 
+#: What scoring a completion gives: a finished result, or a task for the judge.
+Scored = SampleResult | JudgeTask
 
-@dataclass(frozen=True, slots=True)
-class JudgeTask:
-    """A sample on its way to the judge, with the rule layer's result (if any)."""
-
-    result: SampleResult
-    row: Mapping[str, Any]
-    prediction: Any
-    reference: Any
-    has_rule: bool
+#: Builds the ``SampleResult`` of the completion being scored from what scoring found.
+_ResultOf = Callable[..., SampleResult]
 
 
 class Scorer:
-    """Turns completions into results (or judge tasks) for the datasets of one run."""
+    """Turns completions into results (or judge tasks) for the datasets of one run.
+
+    An async context manager: its worker processes (if any) stop on exit.
+    """
 
     def __init__(self, datasets: Mapping[str, DatasetSpec], mode: str,
                  workers: int | None, progress: Progress) -> None:
@@ -58,6 +66,13 @@ class Scorer:
         """Whether any dataset of the run needs the judge stage."""
         return self.mode != "infer" and any(j is not None for _, j, _ in self.plans.values())
 
+    async def __aenter__(self) -> Scorer:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()
+
     def start(self, tg: TaskGroup) -> None:
         """Start the worker processes, each with the evaluators' warm-ups (imports,
         parser caches) first in its pipe: checks queue behind them, untimed, while the
@@ -71,11 +86,12 @@ class Scorer:
         tg.start_soon(self.pool.warm)
 
     async def aclose(self) -> None:
-        """Stop the worker processes, if any."""
+        """Stop the worker processes, if any (shielded: it runs on cancellation too)."""
         if self.pool is not None:
-            await self.pool.aclose()
+            with anyio.CancelScope(shield=True):
+                await self.pool.aclose()
 
-    async def score(self, completion: Completion) -> SampleResult | JudgeTask:
+    async def score(self, completion: Completion) -> Scored:
         """Score one completion; never raises for a per-sample problem."""
         sample = completion.sample
         dataset = self.datasets[sample.dataset]
@@ -123,7 +139,7 @@ class Scorer:
             stage.done += 1
 
     async def _evaluate(self, completion: Completion, dataset: DatasetSpec,
-                        result: Any) -> SampleResult | JudgeTask:
+                        result: _ResultOf) -> Scored:
         sample = completion.sample
         reference = sample.reference
         if dataset.dataset_postprocessor is not None:
@@ -133,10 +149,11 @@ class Scorer:
             extracted = _apply(dataset.pred_postprocessor, completion.text, sample.row)
         has_rule, judge, judge_all = self.plans[sample.dataset]
         if not has_rule:
+            assert judge is not None  # judge_plan: no rule layer means a judge
             base = result("ok", extracted, reference)
             return self._judge_task(base, sample.row, extracted, reference, judge, False)
         rule = await self._rule(dataset, extracted, reference, sample.row, result)
-        if judge is None or rule.status not in ("ok", "extract_failed", "timeout"):
+        if judge is None or rule.status not in RULE_DECIDED_STATUSES:
             return rule
         rule = replace(rule, rule_correct=rule.correct, details={
             "rule_evaluation": {"correct": rule.correct, "pred": rule.extracted,
@@ -147,7 +164,7 @@ class Scorer:
         return self._judge_task(rule, sample.row, extracted, reference, judge, True)
 
     def _judge_task(self, base: SampleResult, row: Mapping[str, Any], extracted: Any,
-                    reference: Any, judge: Any, has_rule: bool) -> SampleResult | JudgeTask:
+                    reference: Any, judge: GenericLLMEvaluator, has_rule: bool) -> Scored:
         prediction = extracted
         if judge.pred_postprocessor is not None:
             prediction = _apply(judge.pred_postprocessor, prediction, row)
@@ -161,7 +178,7 @@ class Scorer:
         return JudgeTask(base, row, prediction, reference, has_rule)
 
     async def _rule(self, dataset: DatasetSpec, extracted: Any, reference: Any,
-                    row: Mapping[str, Any], result: Any) -> SampleResult:
+                    row: Mapping[str, Any], result: _ResultOf) -> SampleResult:
         evaluator = dataset.evaluator
         assert evaluator is not None
         if evaluator.pred_postprocessor is not None:
@@ -189,3 +206,67 @@ def _apply(postprocessor: Any, value: Any, row: Mapping[str, Any]) -> Any:
     if isinstance(postprocessor, BoundPostprocessor):
         return postprocessor(value, test_item=row)
     return postprocessor(value)
+
+
+class Dispatch:
+    """Where a scored sample goes: to the judge if it still needs a verdict, else to
+    the collector. Holds its own clone of the judge stream (closed on exit)."""
+
+    def __init__(self, judge_send: ObjectSendStream[JudgeTask], collect: Collector) -> None:
+        self.judge_send = judge_send
+        self.collect = collect
+
+    def clone(self) -> Dispatch:
+        """A dispatch for another task (each task closes its own stream clone)."""
+        return Dispatch(self.judge_send.clone(), self.collect)
+
+    async def __aenter__(self) -> Dispatch:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.judge_send.close()
+
+    async def put(self, outcome: Scored) -> None:
+        """Pass one scored sample on."""
+        if isinstance(outcome, JudgeTask):
+            await send(self.judge_send, outcome)
+        else:
+            await self.collect.add(outcome)
+
+
+class ScoreOutlet:
+    """Where a stage puts a completion: scored on the spot when scoring never waits (no
+    worker processes), else sent to the score stage's stream."""
+
+    def __init__(self, scorer: Scorer, score_send: ObjectSendStream[Completion],
+                 dispatch: Dispatch) -> None:
+        self.scorer = scorer
+        self.score_send = score_send
+        self.dispatch = dispatch
+
+    def clone(self) -> ScoreOutlet:
+        """An outlet for another task (each task closes its own stream clones)."""
+        return ScoreOutlet(self.scorer, self.score_send.clone(), self.dispatch.clone())
+
+    async def __aenter__(self) -> ScoreOutlet:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.score_send.close()
+        self.dispatch.judge_send.close()
+
+    async def put(self, completion: Completion) -> None:
+        """Score ``completion`` here (inline scoring) or hand it to the score stage."""
+        if self.scorer.inline:
+            await self.dispatch.put(await self.scorer.score(completion))
+        else:
+            await self.score_send.send(completion)
+
+
+async def score(receive: ObjectReceiveStream[Completion], scorer: Scorer,
+                dispatch: Dispatch) -> None:
+    """The score stage (run only with worker processes): completions in, each scored
+    and dispatched to the judge or the collector."""
+    async with receive, dispatch:
+        async for completion in receive:
+            await dispatch.put(await scorer.score(completion))

@@ -1,0 +1,115 @@
+"""The generate stage: model calls, each with its retries, paced and bounded per model.
+
+Many copies of ``generate`` run at once (the run's concurrency), sharing one
+``ModelClient`` per model through ``ModelClients``. Every reply (or failure after its
+retries) goes to the store writer and on to scoring; a failed call is data (a
+``Completion`` with status ``error``), except a permanent one (a bad key, an unknown
+model), which stops the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from types import TracebackType
+from typing import Any, Awaitable, Callable, Mapping
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream
+from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
+
+from ..breaker import BreakerPolicy
+from ..client import ModelClient
+from ..errors import ModelCallError, PermanentModelError
+from ..progress import StageCounts
+from ..records import Completion, ModelSpec, Sample, StoreWrite
+from ..retry import CallStats
+from .score import ScoreOutlet
+from .streams import receive as next_item
+from .streams import send
+
+#: Starts an endpoint on first use and returns the spec that points at it; called by
+#: every worker that needs the endpoint, it starts it once.
+Starter = Callable[[ModelSpec], Awaitable[ModelSpec]]
+
+
+class ModelClients:
+    """One ``ModelClient`` per model under evaluation, closed together on exit.
+
+    A model with a ``Starter`` (the embedded server) gets its client when the first
+    sample that needs it arrives, so a rerun served from the store never starts it.
+    """
+
+    def __init__(self, models: Mapping[str, ModelSpec], starters: Mapping[str, Starter],
+                 concurrency: int, breaker: BreakerPolicy, counts: StageCounts) -> None:
+        self.models = models
+        self.starters = dict(starters)
+        self.concurrency = concurrency
+        self.breaker = breaker
+        self.counts = counts
+        #: abbr → client, for every model whose client exists (read without awaiting).
+        self.ready: dict[str, ModelClient] = {}
+
+    async def __aenter__(self) -> ModelClients:
+        for spec in self.models.values():
+            if spec.abbr not in self.starters:
+                self._add(spec)
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        # Each client closes even if another's close raises; the first error surfaces.
+        with anyio.CancelScope(shield=True):
+            async with contextlib.AsyncExitStack() as stack:
+                for client in self.ready.values():
+                    stack.push_async_callback(client.aclose)
+
+    async def get(self, abbr: str) -> ModelClient:
+        """The client of model ``abbr``, starting its endpoint first if it starts on use
+        (a starter starts its endpoint once, however many callers wait for it)."""
+        client = self.ready.get(abbr)
+        if client is not None:
+            return client
+        spec = await self.starters[abbr](self.models[abbr])
+        return self.ready.get(abbr) or self._add(spec)
+
+    def _add(self, spec: ModelSpec) -> ModelClient:
+        slots = spec.concurrency or self.concurrency
+        client = ModelClient(spec, concurrency=slots, limit_slots=slots < self.concurrency,
+                             counts=self.counts, breaker=self.breaker)
+        self.ready[spec.abbr] = client
+        self.counts.calls.append(client.stats)
+        return client
+
+    def call_stats(self) -> dict[str, dict[str, Any]]:
+        """Request, retry and token counters per model (zeros for an endpoint that was
+        never started because nothing needed it)."""
+        stats = {abbr: vars(client.stats).copy() for abbr, client in self.ready.items()}
+        stats.update({abbr: vars(CallStats()) for abbr in self.starters if abbr not in stats})
+        return stats
+
+
+async def generate(receive: ObjectReceiveStream[Sample], clients: ModelClients,
+                   store_send: ObjectSendStream[StoreWrite], outlet: ScoreOutlet,
+                   counts: StageCounts) -> None:
+    """Samples in; each one's completion to ``store_send`` and to ``outlet``."""
+    async with receive, store_send, outlet:
+        while (sample := await next_item(receive)) is not None:
+            client = clients.ready.get(sample.model) or await clients.get(sample.model)
+            try:
+                # A PermanentModelError (bad key, unknown model) ends the run here.
+                result = await client.complete(sample.messages, sample.gen_params,
+                                               sample.api)
+            except ModelCallError as exc:
+                if isinstance(exc, PermanentModelError):
+                    raise
+                counts.failed += 1
+                completion = Completion(sample, "error", error=str(exc),
+                                        attempts=exc.attempts, cause=exc.outcome)
+            else:
+                counts.done += 1
+                completion = Completion(sample, "ok", result.text, result.finish_reason,
+                                        None, result.prompt_tokens,
+                                        result.completion_tokens, result.attempts,
+                                        False, result.reasoning)
+            await send(store_send, completion)
+            await outlet.put(completion)

@@ -1,0 +1,132 @@
+"""The judge stages: stored verdicts looked up in batches, the rest asked.
+
+``judge_lookup`` (one task) renders each ``JudgeTask``'s judge messages, looks their
+verdict keys up in one query per batch and finishes the samples a stored verdict
+answers; the others go on as ``JudgeRequest``s to the ``judge_ask`` tasks (the judge
+endpoints' concurrency), whose fresh verdicts go to the store writer. Caching, pacing,
+re-asks and the decision rules are ``harness.judge.runner``'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from types import TracebackType
+from typing import Any, Mapping
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream
+from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
+
+from ..breaker import BreakerPolicy
+from ..evaluators.llm import GenericLLMEvaluator
+from ..judge.runner import JudgeEndpoint, JudgeRunner
+from ..judge.spec import judge_spec
+from ..keys import content_key
+from ..progress import Progress, StageCounts
+from ..records import JudgeRequest, JudgeTask, StoreWrite
+from ..store import Store
+from .collect import Collector
+from .streams import drain
+
+#: Per dataset: whether it has a rule layer, its judge (if any), and whether the judge
+#: sees every sample (``harness.evaluators.llm.judge_plan``).
+Plan = tuple[bool, GenericLLMEvaluator | None, bool]
+
+
+class Judges:
+    """The judge runner of each judged dataset and the endpoints they share.
+
+    Every judge config is resolved on construction, so a missing judge fails before any
+    request. An async context manager: every endpoint closes on exit, even if another's
+    close raises.
+    """
+
+    def __init__(self, plans: Mapping[str, Plan], store: Store, breaker: BreakerPolicy,
+                 timeout: float | None, max_attempts: int | None,
+                 progress: Progress) -> None:
+        self.timeout = timeout
+        self.max_attempts = max_attempts
+        #: dataset abbr → its runner.
+        self.runners: dict[str, JudgeRunner] = {}
+        self.endpoints: dict[str, JudgeEndpoint] = {}
+        for i, (abbr, (_, judge, _)) in enumerate(plans.items()):
+            if judge is None:
+                continue
+            spec = judge_spec(self._judge_cfg(judge.judge_cfg),
+                              f"datasets[{i}].eval_cfg.evaluator.judge_cfg")
+            # Datasets share a client and a pacer only for the same endpoint, key and
+            # limits; each runner keeps its own generation and re-ask settings. (The
+            # key is part of an in-memory dict key only, never stored.)
+            ident = content_key("endpoint", id=spec.model.identity(), key=spec.model.api_key,
+                                rpm=spec.rpm, tpm=spec.tpm, concurrency=spec.concurrency)
+            if ident not in self.endpoints:
+                self.endpoints[ident] = JudgeEndpoint(spec, breaker)
+                progress.judge.calls.append(self.endpoints[ident].client.stats)
+            self.runners[abbr] = JudgeRunner(judge, self.endpoints[ident], store, spec)
+
+    def _judge_cfg(self, cfg: Mapping[str, Any] | None) -> dict[str, Any]:
+        """``judge_cfg`` with the run's ``--timeout``/``--max-attempts`` where it sets
+        none of its own: a judge is bounded like the model, never 600 s × 6 by default."""
+        cfg = dict(cfg or {})
+        if self.timeout is not None:
+            cfg.setdefault("timeout", self.timeout)
+        if self.max_attempts is not None and "retry" not in cfg:
+            cfg.setdefault("max_attempts", self.max_attempts)
+        return cfg
+
+    @property
+    def concurrency(self) -> int:
+        """Judge calls in flight at once: the largest endpoint's (0 without a judge)."""
+        return max((e.spec.concurrency for e in self.endpoints.values()), default=0)
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        """dataset abbr → its judge endpoint's statistics."""
+        return {abbr: runner.endpoint.stats() for abbr, runner in self.runners.items()}
+
+    async def __aenter__(self) -> Judges:
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        with anyio.CancelScope(shield=True):
+            async with contextlib.AsyncExitStack() as stack:
+                for endpoint in self.endpoints.values():
+                    stack.push_async_callback(endpoint.aclose)
+
+
+async def judge_lookup(receive: ObjectReceiveStream[JudgeTask], judges: Judges, store: Store,
+                       batch_size: int, ask_send: ObjectSendStream[JudgeRequest],
+                       collect: Collector, counts: StageCounts) -> None:
+    """Serve stored verdicts in batches (one query each); send the rest to be asked."""
+    async with receive, ask_send:
+        async for first in receive:
+            batch = [first, *drain(receive, batch_size - 1)]
+            requests = [JudgeRequest(task, *judges.runners[task.result.dataset].prepare(task))
+                        for task in batch]
+            stored = await store.lookup_verdicts([r.key for r in requests])
+            for request in requests:
+                verdict = stored.get(request.key)
+                if verdict is not None:
+                    counts.done += 1
+                    runner = judges.runners[request.task.result.dataset]
+                    await collect.add(runner.cached(request.task, verdict, request.messages))
+                else:
+                    await ask_send.send(request)
+
+
+async def judge_ask(receive: ObjectReceiveStream[JudgeRequest], judges: Judges,
+                    store_send: ObjectSendStream[StoreWrite], collect: Collector,
+                    counts: StageCounts) -> None:
+    """Ask the judge about each request; the verdict to the store, the result on."""
+    async with receive, store_send:
+        async for request in receive:
+            runner = judges.runners[request.task.result.dataset]
+            counts.in_flight += 1
+            try:
+                result, fresh = await runner.ask(request.task, request.messages, request.key)
+            finally:
+                counts.in_flight -= 1
+            counts.done += 1
+            counts.failed += result.judge_status == "error"
+            await store_send.send(fresh)
+            await collect.add(result)

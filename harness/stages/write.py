@@ -1,0 +1,28 @@
+"""The store writer: one task owns the store's writes, committing fresh predictions and
+verdicts in batches (what is already queued, up to ``batch_size``, per transaction)."""
+
+from __future__ import annotations
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream
+
+from ..records import StoreWrite
+from ..store import Store
+from .streams import drain
+
+
+async def write_store(receive: ObjectReceiveStream[StoreWrite], store: Store,
+                      batch_size: int) -> None:
+    """Commit everything received; what is queued when the run is cancelled too."""
+    async with receive:
+        try:
+            async for first in receive:
+                # A received reply is a paid-for request: finish committing it even
+                # if the run is being cancelled.
+                with anyio.CancelScope(shield=True):
+                    await store.write_completions([first, *drain(receive, batch_size - 1)])
+        except anyio.get_cancelled_exc_class():
+            # Interrupted: what is already queued was paid for too; keep it.
+            with anyio.CancelScope(shield=True):
+                await store.write_completions(drain(receive, None))
+            raise
