@@ -35,7 +35,8 @@ retry policy retries it or turns it into a ``ModelCallError``.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 
 class HarnessError(Exception):

@@ -30,10 +30,10 @@ def transport(request) -> str:
     return request.param
 
 
-async def post_once(base_url: str, transport: str, timeout: float = 5.0) -> BaseException:
+async def post_once(base_url: str, transport: str, deadline: float = 5.0) -> BaseException:
     """The exception one POST through the named real transport raises."""
     spec = ModelSpec(abbr="m", model="fake-model", base_url=base_url, transport=transport,
-                     timeout=timeout)
+                     timeout=deadline)
     sender = make_transport(spec, 1)
     try:
         with pytest.raises(TransportError) as caught:
@@ -52,7 +52,7 @@ async def test_library_errors_become_harness_errors_at_the_boundary(transport, f
     """A library exception leaking past a transport would be classified 'unexpected' and
     never retried; each is translated, with the library's own kept as the cause."""
     async with FakeOpenAI(faults=fail_first(1, fault)) as server:
-        exc = await post_once(server.base_url, transport, timeout=0.5)
+        exc = await post_once(server.base_url, transport, deadline=0.5)
     assert isinstance(exc, error)
     assert isinstance(exc, HTTPStatusError) or exc.__cause__ is not None
     if isinstance(exc, HTTPStatusError):

@@ -21,7 +21,8 @@ from __future__ import annotations
 import inspect
 import json
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Mapping, Union
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from anyio.lowlevel import checkpoint
 
@@ -59,8 +60,8 @@ class MockResponse:
 
 
 #: What a handler may return: a reply's JSON or a ``MockResponse`` (or a coroutine of one).
-MockReply = Union[Mapping[str, Any], list, MockResponse]
-Handler = Callable[[MockRequest], Union[MockReply, Awaitable[MockReply]]]
+MockReply = Mapping[str, Any] | list[Any] | MockResponse
+Handler = Callable[[MockRequest], MockReply | Awaitable[MockReply]]
 
 
 class MockTransport:

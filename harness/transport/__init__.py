@@ -23,7 +23,8 @@ limit) and chosen by that name in a config.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import HTTPStatusError
 from ..registry import Registry

@@ -12,7 +12,8 @@ from __future__ import annotations
 import errno
 import json
 import socket
-from typing import Any, Mapping, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ConnectError, DecodingError, NetworkError
 

@@ -9,7 +9,8 @@ the same HTTP exchange for about a third of the CPU.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import ConnectTimeout, HTTPStatusError, RemoteDisconnected, TransportError, \
     TransportTimeout

@@ -7,7 +7,8 @@ the same for every transport.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import ConnectTimeout, HTTPStatusError, TransportError, TransportTimeout
 from .base import CONNECT_TIMEOUT, connection_error, decoded, exception_chain
