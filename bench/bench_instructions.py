@@ -29,7 +29,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import benchlib as bl
 
@@ -38,26 +37,28 @@ REPLY = {"choices": [{"message": {"role": "assistant", "content": "The answer is
                       "finish_reason": "stop"}],
          "usage": {"prompt_tokens": 10, "completion_tokens": 5}}
 
+#: The name the child registers the instant transport under, and the config's model uses.
+INSTANT = "instant"
+
+#: The config's model: nothing listens at its address, the instant transport answers.
+MODEL = (f"models = [dict(abbr='fake-model', path='fake-model', "
+         f"openai_api_base='http://127.0.0.1:9/v1', transport={INSTANT!r})]\n")
+
 
 def child(config: Path, work: Path, concurrency: int, rerun: bool) -> None:
     """Run ``config`` in this process with an instant transport (twice with ``rerun``)."""
     import anyio
 
     import harness
-    from harness.models import ModelOverrides
-    from harness.transport import AiohttpTransport
+    from harness.testing import MockTransport
+    from harness.transport import TRANSPORTS
 
-    async def instant(self: Any, body: Any, path: str = "/chat/completions") -> Any:
-        await anyio.sleep(0)  # a request still yields to the event loop once
-        return REPLY
-
-    AiohttpTransport.post = instant  # type: ignore[method-assign]
-    overrides = ModelOverrides(base_url="http://127.0.0.1:9/v1", model="fake-model")
+    # The config's model names this transport: every request is answered at once.
+    TRANSPORTS.register(INSTANT)(lambda spec, concurrency: MockTransport(lambda _: REPLY))
 
     async def main() -> None:
         for _ in range(2 if rerun else 1):
-            await harness.evaluate(config, work_dir=work, concurrency=concurrency,
-                                   overrides=overrides)
+            await harness.evaluate(config, work_dir=work, concurrency=concurrency)
 
     anyio.run(main)
 
@@ -96,6 +97,7 @@ def main() -> None:
         for n in (small, large):
             data = bl.write_arith(tmp / f"data{n}.jsonl", n)
             config = bl.write_simple_config(tmp / f"cfg{n}.py", data)
+            config.write_text(config.read_text() + MODEL)
             for rerun in (False, True):
                 counts[(n, rerun)] = instructions(config, tmp / f"work{n}", args.c, rerun)
     per_first = (counts[(large, False)] - counts[(small, False)]) / (large - small)

@@ -1,12 +1,11 @@
-"""Model calls: a transport (see ``harness.transport``), one retry policy, a hard
-deadline per attempt.
+"""Model calls: a transport (``harness.transport``), one retry policy, a hard deadline
+per attempt.
 
-``harness.retry`` alone decides every retry (the SDK's own retries are off when the
-``openai`` transport is used). Each attempt has a hard deadline in its transport, so a
-stalled socket can never hang a run. Replies are read
-as plain JSON and every generation parameter goes into the body as given, so
-server-specific fields (``grammar``, ``guided_choice``, ``top_k``) need no special
-handling. See ``harness.transport`` for the two transports.
+``harness.retry`` alone decides every retry and every 429 pause (the SDK's own retries
+are off when the ``openai`` transport is used). Each attempt has a hard deadline in its
+transport, so a stalled socket can never hang a run. Replies are read as plain JSON and
+every generation parameter goes into the body as given, so server-specific fields
+(``grammar``, ``guided_choice``, ``top_k``) need no special handling.
 """
 
 from __future__ import annotations
@@ -18,8 +17,8 @@ from .breaker import BreakerPolicy, CircuitBreaker
 from .errors import EndpointDownError, ModelCallError
 from .prompt import as_text
 from .records import ModelSpec
-from .retry import BadResponse, CallStats, RetryPolicy, classify
-from .transport import make_transport
+from .retry import BadResponse, CallStats, RetryPolicy
+from .transport import Transport, make_transport
 from .urls import MASK, redact_text, redact_url
 
 Logprobs = tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...]
@@ -53,13 +52,16 @@ class ModelClient:
     """One endpoint's client; share it between all concurrent calls to that endpoint.
 
     ``role`` (``model`` or ``judge``) names the endpoint in error messages; ``breaker``
-    sets when its circuit breaker stops the calls (``harness.breaker``).
+    sets when its circuit breaker stops the calls (``harness.breaker``). ``transport``
+    sends the requests (a ``harness.testing.MockTransport`` in tests); by default the one
+    ``spec.transport`` names. The client owns it: ``aclose`` closes it.
     """
 
     def __init__(self, spec: ModelSpec, *, concurrency: int = 64,
                  policy: RetryPolicy | None = None,
                  limit_slots: bool = True, counts: Any = None,
-                 breaker: BreakerPolicy = BreakerPolicy(), role: str = "model") -> None:
+                 breaker: BreakerPolicy = BreakerPolicy(), role: str = "model",
+                 transport: Transport | None = None) -> None:
         import anyio
 
         from .ratelimit import pacer
@@ -71,7 +73,7 @@ class ModelClient:
         # can serve at once. Callers that never outnumber the slots skip it (it costs).
         self._slots = anyio.CapacityLimiter(concurrency) if limit_slots else None
         # With ``rpm``/``tpm`` set, every attempt takes a paced slot of this
-        # ``harness.ratelimit.RateLimiter``, and a 429 pauses the pacing for every caller.
+        # ``harness.ratelimit.RateLimiter``; the retry policy pauses it on a 429.
         self.limiter = pacer(spec.rpm, spec.tpm)
         self.policy = policy or RetryPolicy(max_attempts=spec.max_attempts,
                                             rate_limit_timeout=spec.rate_limit_timeout)
@@ -80,8 +82,8 @@ class ModelClient:
         self._counts = counts
         # Connections open on the first request, so a rerun served from the store
         # never even creates a session.
-        self._transport = make_transport(spec.transport, spec.base_url, spec.api_key,
-                                         spec.timeout, concurrency, spec.connect_timeout)
+        self._transport = transport if transport is not None \
+            else make_transport(spec, concurrency)
         # Names the endpoint in error messages (redacted like everything else there);
         # a model still to be discovered has no name yet.
         url = redact_url(spec.base_url)
@@ -94,7 +96,7 @@ class ModelClient:
         self._last_answered: tuple[dict[str, Any], str, int | None] | None = None
 
     async def aclose(self) -> None:
-        """Close the HTTP session (if one was opened)."""
+        """Close the transport (and its HTTP session, if one was opened)."""
         await self._transport.aclose()
 
     async def complete(self, messages: Sequence[Mapping[str, str]],
@@ -126,13 +128,7 @@ class ModelClient:
             if self._counts is not None:
                 self._counts.in_flight += 1
             try:
-                data = await self._transport.post(body, path)
-            except Exception as exc:
-                info = classify(exc)
-                if self.limiter is not None and info.kind == "rate_limit":
-                    self.limiter.pause(info.retry_after if info.retry_after is not None
-                                       else self.policy.initial * 2)
-                raise
+                data = await self._transport.post(path, body)
             finally:
                 if self._counts is not None:
                     self._counts.in_flight -= 1
@@ -146,7 +142,7 @@ class ModelClient:
         try:
             result, tries = await self.policy.call(send if self._slots is None else attempt,
                                                    self.stats, self._description, self.breaker,
-                                                   body)
+                                                   body, self.limiter)
         except ModelCallError as exc:
             # Still cut short or empty after the retries: that is the model's real
             # answer (a context-length stop, nothing to say), so keep it rather than
@@ -193,7 +189,7 @@ class ModelClient:
         body, path, max_tokens = self._last_answered
         self.stats.requests += 1
         try:
-            _read(await self._transport.post(body, path), max_tokens)
+            _read(await self._transport.post(path, body), max_tokens)
         except UsableReply:
             return True
         except Exception:  # noqa: BLE001 - any failure means: no answer

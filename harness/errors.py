@@ -4,6 +4,14 @@ Errors from the transports (``aiohttp``, ``openai``) and ``sqlite3`` are transla
 the boundary (``raise ... from exc``) so callers only ever catch these::
 
     HarnessError
+     ├── TransportError         one attempt failed on the way to or from the server
+     │    ├── HTTPStatusError    the server answered 4xx/5xx (status, headers, error code)
+     │    ├── TransportTimeout   the attempt ran past its deadline
+     │    │    └── ConnectTimeout no connection within connect_timeout (host never answered)
+     │    ├── NetworkError       the connection failed
+     │    │    ├── ConnectError   could not connect (refused, unknown host name)
+     │    │    └── RemoteDisconnected the server dropped the connection mid-exchange
+     │    └── DecodingError      a 2xx reply whose body is not JSON
      ├── ConfigError            bad config, dataset or template (CLI exit code 2)
      │    └── DatasetError       a data file that cannot be read; names file and line
      ├── StoreError             the work directory or its SQLite store (CLI exit code 2)
@@ -20,14 +28,100 @@ the boundary (``raise ... from exc``) so callers only ever catch these::
 
 A per-sample failure is *data on the sample's record*, never an exception that ends a
 run; only ``PermanentModelError`` (every later call would fail the same way) and the
-configuration errors stop a run.
+configuration errors stop a run. A ``TransportError`` never leaves ``harness.client``: the
+retry policy retries it or turns it into a ``ModelCallError``.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from typing import Any
+
 
 class HarnessError(Exception):
     """Base class of every error harness raises on purpose."""
+
+
+class TransportError(HarnessError):
+    """One attempt failed between harness and the server; ``harness.retry`` decides by
+    the class whether to try again.
+
+    The message is the library's own (``aiohttp``'s, the SDK's); ``cause`` says what went
+    wrong in a few words that are the same for every attempt that failed the same way
+    (``'connection refused'``), or is ``None`` to use the message's first line.
+    """
+
+    cause: str | None = None
+
+    def __init__(self, message: str = "", *, cause: str | None = None) -> None:
+        super().__init__(message or type(self).__name__)
+        if cause is not None:
+            self.cause = cause
+
+
+class HTTPStatusError(TransportError):
+    """The server answered 4xx/5xx. ``headers`` keep ``Retry-After``; ``detail`` is the
+    error body's ``message`` (or the body's start); ``code`` the body's ``code`` (or
+    ``type``), such as ``insufficient_quota``. Give ``body`` (the raw reply) or ``detail``
+    and ``code`` directly."""
+
+    def __init__(self, status: int, headers: Mapping[str, str] | None = None,
+                 body: bytes = b"", *, detail: str | None = None,
+                 code: str | None = None) -> None:
+        self.status, self.headers, self.code = status, headers or {}, code
+        if detail is None:
+            detail, parsed = _error_body(body)
+            self.code = code or parsed
+        self.detail = detail
+        super().__init__(f"HTTP {status}: {detail}")
+
+
+def _error_body(body: bytes) -> tuple[str, str | None]:
+    """The message and code of an OpenAI-style error body (``{"error": {...}}``), or the
+    body's first 500 characters and no code."""
+    text = body[:500].decode("utf-8", "replace").strip()
+    try:
+        error: Any = json.loads(body).get("error", {})
+    except (ValueError, AttributeError):
+        return text, None
+    if not isinstance(error, dict):
+        return text, None
+    return error.get("message", text), error.get("code") or error.get("type")
+
+
+class TransportTimeout(TransportError):
+    """The attempt ran past its deadline (``timeout``): a slow or stalled server."""
+
+    cause = "timed out"
+
+
+class ConnectTimeout(TransportTimeout):
+    """No connection within ``connect_timeout``: a host that never answers (a wrong
+    address behind a firewall, a machine that is off)."""
+
+    cause = "connection timed out (the host never answered)"
+
+
+class NetworkError(TransportError):
+    """The connection failed (reset, closed, a broken reply stream)."""
+
+
+class ConnectError(NetworkError):
+    """No connection could be opened; ``cause`` says why when the transport knows
+    (``'connection refused'``, ``'cannot resolve the host name'``)."""
+
+
+class RemoteDisconnected(NetworkError):
+    """The server closed the connection before it finished its reply."""
+
+    cause = "connection dropped by the server"
+
+
+class DecodingError(TransportError):
+    """A 2xx reply whose body is not JSON (a proxy's error page, a truncated body)."""
+
+    cause = "malformed JSON reply"
 
 
 class ConfigError(HarnessError):

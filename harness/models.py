@@ -223,7 +223,8 @@ def _transport(cfg: Mapping[str, Any]) -> str:
 
     name = str(cfg.get("transport") or "aiohttp")
     if name not in TRANSPORTS:
-        raise ConfigError(f"transport must be one of {', '.join(TRANSPORTS)}", field="transport")
+        raise ConfigError(f"transport must be one of {', '.join(TRANSPORTS.names())}",
+                          field="transport")
     return name
 
 

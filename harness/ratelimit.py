@@ -125,7 +125,8 @@ class RateLimiter:
         self._version += 1
 
     def pause(self, seconds: float) -> None:
-        """Grant no slot before ``now + seconds`` (a 429 with ``Retry-After``).
+        """Grant no slot before ``now + seconds``: ``harness.retry.RetryPolicy`` calls it
+        for every 429 (``RetryPolicy.rate_limit_pause``).
 
         Waiters already holding slots inside the pause are moved out together, keeping
         their spacing, so the end of a pause is not a burst.

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
@@ -22,10 +21,12 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 import anyio
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
-from .errors import EndpointDownError, ModelCallError, PermanentModelError
+from .errors import DecodingError, EndpointDownError, HTTPStatusError, ModelCallError, \
+    NetworkError, PermanentModelError, TransportError, TransportTimeout
 
 if TYPE_CHECKING:
     from .breaker import CircuitBreaker
+    from .ratelimit import RateLimiter
 
 T = TypeVar("T")
 
@@ -72,30 +73,18 @@ class Classified:
 
 
 def classify(exc: BaseException) -> Classified:
-    """Classify an exception raised by one attempt, from either transport."""
-    import aiohttp
-
-    from .transport import HTTPStatusError
-
-    if isinstance(exc, TimeoutError):
-        return Classified("timeout", True)
+    """Classify an exception raised by one attempt: a transport's ``TransportError`` or
+    the client's ``BadResponse``; anything else is a bug, not retried."""
     if isinstance(exc, HTTPStatusError):
         return _by_status(exc.status, exc.headers, exc.code)
-    if isinstance(exc, aiohttp.ClientError):
+    if isinstance(exc, TransportTimeout):
+        return Classified("timeout", True)
+    if isinstance(exc, NetworkError):
         return Classified("connection", True)
-    openai = sys.modules.get("openai")  # only loaded when the SDK transport is in use
-    if openai is not None:
-        if isinstance(exc, openai.APITimeoutError):
-            return Classified("timeout", True)
-        if isinstance(exc, openai.APIStatusError):
-            return _by_status(exc.status_code, exc.response.headers,
-                              getattr(exc, "code", None) or getattr(exc, "type", None))
-        if isinstance(exc, openai.APIConnectionError):
-            return Classified("connection", True)
+    if isinstance(exc, DecodingError):
+        return Classified("bad_response", True)
     if isinstance(exc, BadResponse):
         return Classified(exc.kind, True)
-    if isinstance(exc, ValueError):  # a body that is not JSON (JSONDecodeError)
-        return Classified("bad_response", True)
     return Classified("unexpected", False)
 
 
@@ -106,47 +95,9 @@ def failure_cause(exc: BaseException) -> str:
     Tokens that differ from one request to the next (request ids, UUIDs, hashes, long
     numbers such as timestamps) read ``…``, so failures group by cause.
     """
-    import errno
-    import socket
-
-    import aiohttp
-
-    from .transport import HTTPStatusError
-
-    if isinstance(exc, HTTPStatusError):
-        return _first_line(str(exc))
-    openai = sys.modules.get("openai")
-    if openai is not None and isinstance(exc, openai.APIStatusError):
-        return _first_line(f"HTTP {exc.status_code}: {exc.message}")
-    chain = _chain(exc)
-    if any(isinstance(e, aiohttp.ConnectionTimeoutError) or type(e).__name__ == "ConnectTimeout"
-           for e in chain):  # aiohttp's, or httpx's under the openai transport
-        return "connection timed out (the host never answered)"
-    if isinstance(exc, TimeoutError) or (openai is not None
-                                         and isinstance(exc, openai.APITimeoutError)):
-        return "timed out"
-    if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return "connection dropped by the server"
-    root = chain[-1]
-    os_error = getattr(exc, "os_error", None) or (root if isinstance(root, OSError) else None)
-    if isinstance(os_error, socket.gaierror):
-        return "cannot resolve the host name"
-    if isinstance(os_error, OSError) and os_error.errno == errno.ECONNREFUSED:
-        return "connection refused"
-    if isinstance(exc, BadResponse):
-        return _first_line(str(exc))
-    if isinstance(exc, ValueError):
-        return "malformed JSON reply"
+    if isinstance(exc, TransportError) and exc.cause is not None:
+        return exc.cause
     return _first_line(str(exc) or type(exc).__name__)
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and the exceptions it was raised from, outermost first."""
-    chain = [exc]
-    while (cause := chain[-1].__cause__ or chain[-1].__context__) is not None \
-            and len(chain) < 20:
-        chain.append(cause)
-    return chain
 
 
 #: A run of hex digits (with dashes: UUIDs, dates) standing on its own, holding a digit.
@@ -222,14 +173,21 @@ class RetryPolicy:
         # The exponent is capped: 429s are retried for a time, which can be many attempts.
         return random.uniform(0, min(self.maximum, self.initial * 2 ** min(attempt - 1, 32)))
 
+    def rate_limit_pause(self, info: Classified) -> float:
+        """Seconds a 429 pauses its endpoint's pacing: its ``Retry-After``, or twice the
+        first backoff when it gives none."""
+        return info.retry_after if info.retry_after is not None else self.initial * 2
+
     async def call(self, attempt: Callable[[], Awaitable[T]], stats: CallStats,
                    describe: str, breaker: CircuitBreaker | None = None,
-                   request: object = None) -> tuple[T, int]:
+                   request: object = None, pacer: RateLimiter | None = None
+                   ) -> tuple[T, int]:
         """Run ``attempt`` under the policy; return ``(result, attempts_made)``.
 
         ``breaker``, the endpoint's circuit breaker, hears of every attempt (at
         ``request``, the body sent) and stops them all with ``EndpointDownError`` once
-        the endpoint looks down.
+        the endpoint looks down. ``pacer``, the endpoint's rate limiter, is paused by
+        every 429 (``rate_limit_pause``), so all its callers slow down, not this one only.
 
         A failure for good raises ``ModelCallError`` (or ``PermanentModelError`` for
         auth/not-found errors) with the attempt count, translated from the transport error.
@@ -248,7 +206,10 @@ class RetryPolicy:
             try:
                 result = await attempt()
             except Exception as exc:
-                kind = classify(exc).kind
+                info = classify(exc)
+                kind = info.kind
+                if pacer is not None and kind == "rate_limit":
+                    pacer.pause(self.rate_limit_pause(info))
                 stats.count(kind)
                 failed[kind] = failed.get(kind, 0) + 1
                 if breaker is not None:

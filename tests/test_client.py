@@ -5,41 +5,40 @@ from __future__ import annotations
 import pytest
 
 from harness.client import ModelClient
-from harness.errors import EndpointDownError, ModelCallError, PermanentModelError
+from harness.errors import (
+    EndpointDownError, HTTPStatusError, ModelCallError, PermanentModelError, TransportTimeout,
+)
 from harness.records import ModelSpec
 from harness.retry import RetryPolicy, classify
 from harness.testing import FakeOpenAI, Fault, fail_first, fail_for
+from harness.transport import make_transport
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 FAST = RetryPolicy(max_attempts=3, initial=0.01, maximum=0.05)
 
 
-TRANSPORT = {"name": "aiohttp"}
-
-
-@pytest.fixture(params=["aiohttp", "openai"], autouse=True)
-def transport(request, monkeypatch):
-    """Every client test runs on both transports."""
-    monkeypatch.setitem(TRANSPORT, "name", request.param)
+@pytest.fixture(params=["aiohttp", "openai"])
+def transport(request) -> str:
+    """Every client test against the fake server runs on both transports."""
     return request.param
 
 
-def spec(server, **kw) -> ModelSpec:
+def spec(server, transport: str, **kw) -> ModelSpec:
     return ModelSpec(abbr="m", model="fake-model", base_url=server.base_url,
-                     api_key="sk-secret-1234", transport=TRANSPORT["name"], **kw)
+                     api_key="sk-secret-1234", transport=transport, **kw)
 
 
-async def call(server, policy=FAST, **kw):
-    client = ModelClient(spec(server, **kw), concurrency=4, policy=policy)
+async def call(server, transport: str, policy=FAST, **kw):
+    client = ModelClient(spec(server, transport, **kw), concurrency=4, policy=policy)
     try:
         return await client.complete(MESSAGES, {"max_tokens": 8}), client
     finally:
         await client.aclose()
 
 
-async def test_plain_completion():
+async def test_plain_completion(transport):
     async with FakeOpenAI() as server:
-        result, client = await call(server)
+        result, client = await call(server, transport)
     assert result.text == "hello" and result.finish_reason == "stop"
     assert result.attempts == 1 and client.stats.requests == 1
 
@@ -49,65 +48,66 @@ async def test_plain_completion():
     Fault("server_error", status=503), Fault("drop"), Fault("malformed_json"),
     Fault("empty_choices"), Fault("null_content"),
 ], ids=lambda f: f"{f.kind}-{f.status or f.retry_after}")
-async def test_transient_faults_are_retried(fault):
+async def test_transient_faults_are_retried(fault, transport):
     async with FakeOpenAI(faults=fail_first(2, fault)) as server:
-        result, client = await call(server)
+        result, client = await call(server, transport)
     assert result.text == "hello" and result.attempts == 3
     assert client.stats.retries == 2
 
 
-async def test_slow_reply_is_cut_by_the_timeout_and_retried():
+async def test_slow_reply_is_cut_by_the_timeout_and_retried(transport):
     async with FakeOpenAI(faults=fail_first(1, Fault("slow", seconds=30))) as server:
-        result, client = await call(server, timeout=0.5)
+        result, client = await call(server, transport, timeout=0.5)
     assert result.attempts == 2 and client.stats.by_kind == {"timeout": 1}
 
 
-async def test_stalled_socket_is_cut_by_the_timeout():
+async def test_stalled_socket_is_cut_by_the_timeout(transport):
     async with FakeOpenAI(faults=fail_first(1, Fault("stall", send_headers=True))) as server:
-        result, _ = await call(server, timeout=0.5)
+        result, _ = await call(server, transport, timeout=0.5)
     assert result.attempts == 2
 
 
 @pytest.mark.parametrize("kind,status", [("bad_request", 400)])
-async def test_client_errors_are_not_retried(kind, status):
+async def test_client_errors_are_not_retried(kind, status, transport):
     async with FakeOpenAI(faults=fail_first(5, kind)) as server:
         with pytest.raises(ModelCallError, match=rf"HTTP {status}\) after 1 attempt") as info:
-            await call(server)
+            await call(server, transport)
     assert not isinstance(info.value, PermanentModelError)
     assert server.stats.total == 1
 
 
 @pytest.mark.parametrize("kind,status", [("unauthorized", 401), ("not_found", 404)])
-async def test_auth_and_not_found_are_permanent(kind, status):
+async def test_auth_and_not_found_are_permanent(kind, status, transport):
     async with FakeOpenAI(faults=fail_first(5, kind)) as server:
         with pytest.raises(PermanentModelError, match=f"HTTP {status}"):
-            await call(server)
+            await call(server, transport)
     assert server.stats.total == 1
 
 
-async def test_attempts_are_bounded():
+async def test_attempts_are_bounded(transport):
     async with FakeOpenAI(faults=fail_first(10, "server_error")) as server:
         with pytest.raises(ModelCallError, match="after 3 attempts"):
-            await call(server)
+            await call(server, transport)
     assert server.stats.total == 3
 
 
-async def test_api_key_never_appears_in_errors():
+async def test_api_key_never_appears_in_errors(transport):
     async with FakeOpenAI(faults=fail_first(10, "bad_request")) as server:
         with pytest.raises(ModelCallError) as info:
-            await call(server)
+            await call(server, transport)
     assert "sk-secret-1234" not in str(info.value)
 
 
-async def test_retry_after_is_a_floor_for_the_wait():
+async def test_retry_after_is_a_floor_for_the_wait(transport):
+    """The transport hands the 429's Retry-After to the policy, which waits at least that."""
     async with FakeOpenAI(faults=fail_first(1, Fault("rate_limit", retry_after=7))) as server:
-        import openai
-        client = openai.AsyncOpenAI(base_url=server.base_url, api_key="x", max_retries=0)
+        sender = make_transport(spec(server, transport), 1)
         try:
-            with pytest.raises(openai.RateLimitError) as info:
-                await client.chat.completions.create(model="fake-model", messages=MESSAGES)
+            with pytest.raises(HTTPStatusError) as info:
+                await sender.post("/chat/completions", {"model": "fake-model",
+                                                        "messages": MESSAGES})
         finally:
-            await client.close()
+            await sender.aclose()
     exc = info.value
     assert classify(exc).retry_after == 7
     policy = RetryPolicy(initial=0.5, maximum=30)
@@ -117,7 +117,7 @@ async def test_retry_after_is_a_floor_for_the_wait():
 
 def test_backoff_grows_and_is_capped():
     policy = RetryPolicy(initial=1.0, maximum=4.0)
-    exc = TimeoutError()
+    exc = TransportTimeout()
     assert all(0 <= policy.delay(exc, 1) <= 1.0 for _ in range(50))
     assert all(0 <= policy.delay(exc, 10) <= 4.0 for _ in range(50))
     assert 0 <= policy.delay(exc, 5000) <= 4.0  # many 429s: no overflow
@@ -139,36 +139,36 @@ def test_malformed_replies_are_bad_responses_to_retry(data):
         _read(data, None)
 
 
-async def test_a_429_storm_is_waited_out_however_many_attempts_it_takes():
+async def test_a_429_storm_is_waited_out_however_many_attempts_it_takes(transport):
     """429s are bounded in time, not attempts: a storm outlasting max_attempts' worth of
     backoff is ridden out."""
     async with FakeOpenAI(faults=fail_for(0.5, "rate_limit")) as server:
-        result, client = await call(server, RetryPolicy(max_attempts=2, initial=0.01,
+        result, client = await call(server, transport, RetryPolicy(max_attempts=2, initial=0.01,
                                                         maximum=0.05))
     assert result.text == "hello" and result.attempts > 2
     assert client.stats.rate_limited == result.attempts - 1
 
 
-async def test_429s_are_retried_until_their_time_budget_runs_out():
+async def test_429s_are_retried_until_their_time_budget_runs_out(transport):
     policy = RetryPolicy(max_attempts=2, initial=0.01, maximum=0.05, rate_limit_timeout=0.3)
     async with FakeOpenAI(faults=fail_first(10_000, "rate_limit")) as server:
         with pytest.raises(ModelCallError) as info:
-            await call(server, policy)
+            await call(server, transport, policy)
     assert info.value.kind == "rate_limit" and info.value.attempts > 2
     assert info.value.outcome.endswith("(still rate limited at the end of its "
                                        "rate_limit_timeout)")
 
 
-async def test_a_quota_429_is_not_retried_and_opens_the_breaker():
+async def test_a_quota_429_is_not_retried_and_opens_the_breaker(transport):
     async with FakeOpenAI(faults=fail_first(5, "quota")) as server:
         with pytest.raises(EndpointDownError) as info:
-            await call(server)
+            await call(server, transport)
     assert server.stats.total == 1
     assert "HTTP 429: " in info.value.cause and "exceeded your current quota" in info.value.cause
 
 
 @pytest.mark.timeout(30)
-async def test_a_host_that_never_answers_fails_at_the_connect_timeout():
+async def test_a_host_that_never_answers_fails_at_the_connect_timeout(transport):
     """A black-holed address (SYNs dropped) fails after connect_timeout, not after the
     whole per-attempt timeout."""
     import socket
@@ -187,7 +187,7 @@ async def test_a_host_that_never_answers_fails_at_the_connect_timeout():
             pass
         fillers.append(filler)
     black_hole = ModelSpec(abbr="m", model="m", base_url=f"http://127.0.0.1:{port}/v1",
-                           transport=TRANSPORT["name"], timeout=600, connect_timeout=0.3)
+                           transport=transport, timeout=600, connect_timeout=0.3)
     client = ModelClient(black_hole, policy=RetryPolicy(max_attempts=2, initial=0.01))
     try:
         with pytest.raises(ModelCallError) as info:

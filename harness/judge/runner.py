@@ -20,6 +20,7 @@ from ..keys import content_key, request_content
 from ..records import JudgeTask, SampleResult, VerdictRecord
 from ..store import Store
 from ..evaluators.llm import GenericLLMEvaluator
+from ..transport import Transport
 from .spec import JudgeSpec
 from .verdict import FORMAT_REMINDER, parse_verdict, verdict_from_json, verdict_probability
 
@@ -36,12 +37,17 @@ class JudgeCounters:
 
 
 class JudgeEndpoint:
-    """A judge endpoint shared by every dataset that uses it: one client, one pacer."""
+    """A judge endpoint shared by every dataset that uses it: one client, one pacer.
 
-    def __init__(self, spec: JudgeSpec, breaker: BreakerPolicy = BreakerPolicy()) -> None:
+    ``transport`` sends its requests (by default the one its ``transport`` setting names),
+    as for a model's ``ModelClient``.
+    """
+
+    def __init__(self, spec: JudgeSpec, breaker: BreakerPolicy = BreakerPolicy(),
+                 transport: Transport | None = None) -> None:
         self.spec = spec
         self.client = ModelClient(spec.model, concurrency=spec.concurrency, role="judge",
-                                  breaker=breaker)
+                                  breaker=breaker, transport=transport)
         self.limiter = self.client.limiter
         self.counters = JudgeCounters()
         self.name = f"{spec.model.model}@{spec.model.identity()['endpoint']}"

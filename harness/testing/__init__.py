@@ -1,4 +1,5 @@
-"""Test helpers: a real, scriptable fake of the OpenAI chat and text completions APIs.
+"""Test helpers: a real, scriptable fake of the OpenAI chat and text completions APIs
+(``FakeOpenAI``), and a transport answered by a function (``MockTransport``).
 
 The server names are imported lazily so that ``python -m harness.testing.fake_openai`` does
 not find its own module already imported by this package (runpy warns about that, and the
@@ -10,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from harness.testing.mock_transport import MockRequest, MockResponse, MockTransport
 from harness.testing.replies import (
     FAULT_KINDS, Fault, FaultPolicy, Reply, echo_last_user, fail_first, fail_for, fault_rate,
     request_key,
@@ -21,8 +23,9 @@ if TYPE_CHECKING:
 _LAZY = {"FakeOpenAI", "Responder", "Stats"}
 
 __all__ = [
-    "FAULT_KINDS", "FakeOpenAI", "Fault", "FaultPolicy", "Reply", "Responder", "Stats",
-    "echo_last_user", "fail_first", "fail_for", "fault_rate", "request_key",
+    "FAULT_KINDS", "FakeOpenAI", "Fault", "FaultPolicy", "MockRequest", "MockResponse",
+    "MockTransport", "Reply", "Responder", "Stats", "echo_last_user", "fail_first",
+    "fail_for", "fault_rate", "request_key",
 ]
 
 

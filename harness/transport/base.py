@@ -1,0 +1,70 @@
+"""What every transport provides, and the error translation the transports share.
+
+A transport sends one attempt and nothing more: no retries, no pacing, no breaker
+(``harness.client`` and ``harness.retry`` do those, the same for every transport). It
+returns the reply's parsed JSON, or raises one of harness's ``TransportError`` types
+(``harness.errors``) translated from its library's own with ``raise … from exc``, so
+``harness.retry`` never needs to know which library was underneath.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import socket
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import ConnectError, DecodingError, NetworkError
+
+#: Default seconds to open a connection (a model's ``connect_timeout``).
+CONNECT_TIMEOUT = 10.0
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """Sends one request to an OpenAI-compatible endpoint; paths are relative to its
+    base URL (``/chat/completions``, ``/models``)."""
+
+    async def post(self, path: str, body: Mapping[str, Any]) -> Any:
+        """POST ``body`` as JSON to ``path``; the reply's JSON, or a ``TransportError``."""
+        ...
+
+    async def get(self, path: str) -> Any:
+        """GET ``path``; the reply's JSON, or a ``TransportError``."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections; the transport is not used again."""
+        ...
+
+
+def decoded(raw: bytes) -> Any:
+    """``raw`` parsed as JSON; ``DecodingError`` if it is not JSON."""
+    try:
+        return json.loads(raw)
+    except ValueError as exc:  # JSONDecodeError, or UnicodeDecodeError for binary garbage
+        raise DecodingError(str(exc)) from exc
+
+
+def exception_chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from, outermost first."""
+    chain = [exc]
+    while (cause := chain[-1].__cause__ or chain[-1].__context__) is not None \
+            and len(chain) < 20:
+        chain.append(cause)
+    return chain
+
+
+def connection_error(exc: BaseException, connect: bool = False) -> NetworkError:
+    """A library's connection failure as a ``NetworkError``: a ``ConnectError`` saying
+    why when the socket error underneath is a refusal or an unknown host name (or when
+    ``connect``: the library says it failed to connect)."""
+    root = exception_chain(exc)[-1]
+    os_error = getattr(exc, "os_error", None) or (root if isinstance(root, OSError) else None)
+    text = str(exc) or type(exc).__name__
+    if isinstance(os_error, socket.gaierror):
+        return ConnectError(text, cause="cannot resolve the host name")
+    if isinstance(os_error, OSError) and os_error.errno == errno.ECONNREFUSED:
+        return ConnectError(text, cause="connection refused")
+    return ConnectError(text) if connect else NetworkError(text)
