@@ -3,7 +3,8 @@
 Shipped dataset configs are described from their module docstrings, read with
 :mod:`ast` rather than imported: listing must not run a config (nor import the
 modules a config imports). ``resolve_config`` lets ``python -m harness run gsm8k_demo``
-name a shipped config without its path.
+name a shipped config without its path. Where the shipped files are, in a checkout or
+an installed wheel, is :mod:`harness.shipped`'s business.
 """
 
 from __future__ import annotations
@@ -13,14 +14,7 @@ import inspect
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-#: The checkout (or install) root: ``datasets/`` and ``judges/`` live beside ``harness/``.
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def datasets_dir() -> Path:
-    """Where the shipped dataset configs are: ``ROOT/datasets``."""
-    return ROOT / "datasets"
-
+from .shipped import datasets_dir
 
 def shipped_datasets() -> list[tuple[str, str]]:
     """``(name, first docstring line)`` of every config in ``datasets/``, by name."""
