@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .shipped import datasets_dir
+
 
 def shipped_datasets() -> list[tuple[str, str]]:
     """``(name, first docstring line)`` of every config in ``datasets/``, by name."""

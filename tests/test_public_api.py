@@ -59,4 +59,4 @@ def test_star_import_gives_the_public_api_in_a_fresh_interpreter():
 
 def test_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'evaluatee'"):
-        harness.evaluatee  # noqa: B018
+        _ = harness.evaluatee

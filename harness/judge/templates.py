@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
 from .. import shipped
+from ..errors import ConfigError
 from ..prompt import RawPromptTemplate
 
 SYSTEM_PROMPT = ("You are a helpful assistant who evaluates the correctness and quality of "

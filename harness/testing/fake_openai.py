@@ -357,11 +357,15 @@ async def serve(server: FakeOpenAI, url_file: str | None = None) -> None:
     async with server:
         print(f"fake-openai listening on {server.base_url}", file=sys.stderr, flush=True)
         if url_file is not None:
-            part = Path(f"{url_file}.part")
-            part.write_text(server.base_url + "\n", encoding="utf-8")
-            part.replace(url_file)
+            await asyncio.to_thread(_write_whole, Path(url_file), server.base_url + "\n")
         await stop.wait()
     print(json.dumps(server.stats.as_dict()), flush=True)
+
+
+def _write_whole(path: Path, text: str) -> None:
+    part = path.with_name(path.name + ".part")
+    part.write_text(text, encoding="utf-8")
+    part.replace(path)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
