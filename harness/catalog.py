@@ -3,23 +3,19 @@
 Shipped dataset configs are described from their module docstrings, read with
 :mod:`ast` rather than imported: listing must not run a config (nor import the
 modules a config imports). ``resolve_config`` lets ``python -m harness run gsm8k_demo``
-name a shipped config without its path.
+name a shipped config without its path. Where the shipped files are, in a checkout or
+an installed wheel, is :mod:`harness.shipped`'s business.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
-#: The checkout (or install) root: ``datasets/`` and ``judges/`` live beside ``harness/``.
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def datasets_dir() -> Path:
-    """Where the shipped dataset configs are: ``ROOT/datasets``."""
-    return ROOT / "datasets"
+from .shipped import datasets_dir
 
 
 def shipped_datasets() -> list[tuple[str, str]]:

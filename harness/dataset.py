@@ -6,6 +6,7 @@ names the file, the line and, where there is one, the field.
 
 from __future__ import annotations
 
+import codecs
 import csv
 import json
 import re
@@ -103,10 +104,14 @@ class _LineFeed:
 
 
 def _decode(raw: bytes, path: Path, line_no: int) -> str:
+    # The BOM is cut off before decoding, so error offsets index the bytes that follow it.
+    body = raw[len(codecs.BOM_UTF8):] if line_no == 1 and raw.startswith(codecs.BOM_UTF8) else raw
     try:
-        return raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+        return body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DatasetError(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+        # Columns count characters, as editors show them (and json's colno does), not bytes.
+        column = len(body[:exc.start].decode("utf-8")) + 1
+        raise DatasetError(f"not UTF-8 (byte 0x{body[exc.start]:02x} at column {column})",
                            path=str(path), line=line_no) from exc
 
 

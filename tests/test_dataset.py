@@ -66,3 +66,19 @@ def test_parse_range():
 def test_parse_range_rejects_negative_or_malformed_bounds(spec):
     with pytest.raises(ValueError, match="non-negative"):
         parse_range(spec)
+
+
+@pytest.mark.parametrize("data, message", [
+    # After a BOM the bad byte is the 8th character: the BOM is neither counted nor named.
+    (b'\xef\xbb\xbf{"q": "\xff"}\n', r"d\.jsonl:1: not UTF-8 \(byte 0xff at column 8\)"),
+    # Two-byte characters before the bad byte count once each, as an editor shows them.
+    (b'{"q": "\xc3\xa9\xc3\xa9\xff"}\n', r"d\.jsonl:1: not UTF-8 \(byte 0xff at column 10\)"),
+    (b'{"q": 1}\n{"q": "\xc3\xa9\xc3\xa9", x}\n',
+     r"d\.jsonl:2: malformed JSON: Expecting property name .* at column 13"),
+    (b'\xef\xbb\xbf{"q": 1, x}\n', r"d\.jsonl:1: malformed JSON: .* at column 10"),
+], ids=["bom-bad-byte", "multibyte-bad-byte", "multibyte-json", "bom-json"])
+def test_malformed_jsonl_names_the_column_an_editor_shows(tmp_path, data, message):
+    p = tmp_path / "d.jsonl"
+    p.write_bytes(data)
+    with pytest.raises(DatasetError, match=message):
+        rows(p)

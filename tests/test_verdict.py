@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
+import harness
 from harness.judge.verdict import (
     CONSTRAINT_MODES,
     FORMAT_REMINDER,
@@ -15,6 +17,9 @@ from harness.judge.verdict import (
     verdict_from_json,
     verdict_probability,
 )
+from harness.testing import FakeOpenAI
+
+from .helpers import JUDGE_MODEL, write_arith, write_judge_config
 
 PARAGRAPH = (
     "The candidate's answer is 42, which matches the standard answer of 42.\n"
@@ -125,22 +130,43 @@ def test_constraint_guided_choice():
     assert constraint_params("guided_choice") == {"guided_choice": ["A", "B"]}
 
 
-def test_constraint_json_schema():
-    assert constraint_params("json_schema") == {
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {
-                "name": "verdict",
-                "strict": True,
-                "schema": {
-                    "type": "object",
-                    "properties": {"verdict": {"type": "string", "enum": ["A", "B"]}},
-                    "required": ["verdict"],
-                    "additionalProperties": False,
-                },
-            },
-        }
-    }
+async def test_json_schema_judge_sends_the_schema_and_reads_json_verdicts(tmp_path):
+    """A judge configured with ``constrain="json_schema"`` asks the endpoint for
+    structured output, scores ``{"verdict": ...}`` replies, and marks a reply outside the
+    schema unparsed (neither correct nor wrong)."""
+    # By question 'What is a + ...': a % 3 == 0 says A, 1 says B, 2 ignores the schema.
+    replies = ['{"verdict": "A"}', '{"verdict": "B"}', "A"]
+
+    def responder(body):
+        if body["model"] != JUDGE_MODEL:
+            return "42"
+        # The whole conversation: a re-ask ends with the format reminder, not the question.
+        a = int(re.search(r"What is (\d+) \+", json.dumps(body["messages"])).group(1))
+        return replies[a % 3]
+
+    data = write_arith(tmp_path / "a.jsonl", 6)
+    async with FakeOpenAI(responder=responder) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="judge",
+                                 judge={"constrain": "json_schema"})
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        bodies = [r for r in srv.requests if r["model"] == JUDGE_MODEL]
+
+    # Four verdicts read at once; the other two asked three times (two re-asks) in vain.
+    assert len(bodies) == 4 + 2 * 3
+    for body in bodies:  # every request, re-asks included, carries the schema
+        fmt = body["response_format"]
+        assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
+        schema = fmt["json_schema"]["schema"]
+        assert schema["required"] == ["verdict"] and schema["additionalProperties"] is False
+        assert schema["properties"]["verdict"]["enum"] == ["A", "B"]
+        assert "guided_choice" not in body and "grammar" not in body
+    rows = [json.loads(line) for line in
+            (tmp_path / "w" / "details" / "fake" / "arith.jsonl").read_text().splitlines()]
+    outcome = {row["index"]: (row["status"], row["correct"]) for row in rows}
+    assert outcome == {0: ("ok", True), 1: ("ok", False), 2: ("judge_unparsed", None),
+                       3: ("ok", True), 4: ("ok", False), 5: ("judge_unparsed", None)}
+    result = report.result("arith")
+    assert (result["correct"], result["pending"], result["complete"]) == (2, 2, False)
 
 
 def test_json_schema_replies_parse():

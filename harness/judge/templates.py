@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import shipped
 from ..defaults import ENV_JUDGES_DIR
 from ..errors import ConfigError
 from ..prompt import RawPromptTemplate
@@ -21,9 +22,9 @@ SYSTEM_PROMPT = ("You are a helpful assistant who evaluates the correctness and 
 
 
 def judges_dir() -> Path:
-    """Where presets live: ``$HARNESS_JUDGES_DIR``, else the checkout's ``judges/``."""
+    """Where presets live: ``$HARNESS_JUDGES_DIR``, else the shipped ``judges/``."""
     env = os.environ.get(ENV_JUDGES_DIR)
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "judges"
+    return Path(env) if env else shipped.judges_dir()
 
 
 def judge_template_names() -> list[str]:

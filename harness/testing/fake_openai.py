@@ -24,6 +24,7 @@ import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -312,7 +313,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python -m harness.testing.fake_openai",
         description="Serve the fake OpenAI API until SIGINT/SIGTERM, then print stats as JSON.")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8000, help="0: any free port")
+    parser.add_argument("--url-file", default=None,
+                        help="write the base URL here once listening (for --port 0)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds per answer")
     parser.add_argument("--fault-rate", type=float, default=0.0,
                         help="probability of a transient fault per attempt")
@@ -341,21 +344,34 @@ def server_from_args(args: argparse.Namespace) -> FakeOpenAI:
                       rpm_limit=args.rpm_limit, window=args.window, host=args.host, port=args.port)
 
 
-async def serve(server: FakeOpenAI) -> None:
-    """Run ``server`` until SIGINT or SIGTERM, then print its stats as one JSON line."""
+async def serve(server: FakeOpenAI, url_file: str | None = None) -> None:
+    """Run ``server`` until SIGINT or SIGTERM, then print its stats as one JSON line.
+
+    ``url_file`` receives the base URL once the port is bound; it appears whole (written
+    aside, then renamed), so a script can wait for the file and read it at once.
+    """
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with server:
         print(f"fake-openai listening on {server.base_url}", file=sys.stderr, flush=True)
+        if url_file is not None:
+            await asyncio.to_thread(_write_whole, Path(url_file), server.base_url + "\n")
         await stop.wait()
     print(json.dumps(server.stats.as_dict()), flush=True)
 
 
+def _write_whole(path: Path, text: str) -> None:
+    part = path.with_name(path.name + ".part")
+    part.write_text(text, encoding="utf-8")
+    part.replace(path)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Command-line entry point."""
-    asyncio.run(serve(server_from_args(_parse_args(argv))))
+    args = _parse_args(argv)
+    asyncio.run(serve(server_from_args(args), args.url_file))
 
 
 if __name__ == "__main__":
