@@ -305,6 +305,7 @@ class Pipeline:
                     if isinstance(exc, PermanentModelError):
                         raise
                     stage.failed += 1
+                    stage.done += 1  # done counts failures too, as in the other stages
                     completion = Completion(sample, "error", error=str(exc),
                                             attempts=exc.attempts, cause=exc.outcome)
                 else:
@@ -334,6 +335,7 @@ class Pipeline:
                         judge_send: ObjectSendStream[JudgeTask]) -> None:
         """A scored sample is finished, unless the judge has yet to see it."""
         if isinstance(outcome, JudgeTask):
+            self.progress.judge.submitted += 1
             await _send(judge_send, outcome)
         else:
             await self._finish(outcome)
@@ -351,6 +353,7 @@ class Pipeline:
                     verdict = stored.get(key)
                     if verdict is not None:
                         self.progress.judge.done += 1
+                        self.progress.judge_reused += 1
                         await self._finish(runner.cached(task, verdict, messages))
                     else:
                         await ask_send.send((task, runner, messages, key))
