@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 import anyio
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.live import Live
 from rich.spinner import Spinner
 
@@ -75,7 +75,7 @@ class ProgressDisplay:
         self._eta.update(self._clock(), self.progress.results)
         self._show_notes()
         if self._live is not None:
-            self._live.update(self._view(), refresh=True)
+            self._live.update(self._view(final=True), refresh=True)
             self._live.stop()
             self._live = None
         else:
@@ -84,9 +84,9 @@ class ProgressDisplay:
     def _elapsed(self) -> float:
         return max(self._clock() - self.progress.started, 0.0)
 
-    def _view(self):
+    def _view(self, final: bool = False) -> RenderableType:
         return live_view(self.progress, self._elapsed(), self._eta.remaining(self.progress.total),
-                         self._spinner)
+                         None if final else self._spinner)
 
     def _show_notes(self) -> None:
         notes = self.progress.notes

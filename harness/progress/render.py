@@ -65,18 +65,22 @@ def _count(value: int, style: str = "") -> Text:
     return Text(str(value), style=style if value else "dim")
 
 
-def _stage_row(stage: StageCounts, calls: bool, queue: bool) -> list[Text]:
+def _stage_row(stage: StageCounts, calls: bool, queue_column: bool,
+               queue: bool) -> list[Text]:
     blank = Text("")
-    return [_count(stage.ok), _count(stage.in_flight, "cyan"), _count(stage.failed, "red"),
-            _count(stage.retries, "yellow") if calls else blank,
-            _count(stage.rate_limited, "yellow") if calls else blank,
-            _count(stage.queued, "cyan") if queue else blank]
+    row = [_count(stage.ok), _count(stage.in_flight, "cyan"), _count(stage.failed, "red"),
+           _count(stage.retries, "yellow") if calls else blank,
+           _count(stage.rate_limited, "yellow") if calls else blank]
+    if queue_column:
+        row.append(_count(stage.queued, "cyan") if queue else blank)
+    return row
 
 
 def live_view(progress: Progress, elapsed: float, eta: float | None,
               spinner: Spinner | None = None) -> RenderableType:
     """The terminal display: a bar with the sample count and times, one row per stage,
-    and the reuse line. Every part wraps or shrinks to the console's width."""
+    and the reuse line. Every part wraps or shrinks to the console's width; without
+    ``spinner`` (the final frame) nothing spins."""
     header = Table.grid(padding=(0, 1), expand=True)
     header.add_column(no_wrap=True)
     header.add_column(no_wrap=True)
@@ -89,11 +93,12 @@ def live_view(progress: Progress, elapsed: float, eta: float | None,
 
     stages = Table(box=None, pad_edge=False, show_edge=False, header_style="dim",
                    padding=(0, 1, 0, 1))
+    judge = judging(progress)
     stages.add_column("", no_wrap=True)
-    for title in ("done", "in flight", "failed", "retries", "429s", "queued"):
+    for title in ("done", "in flight", "failed", "retries", "429s") + ("queued",) * judge:
         stages.add_column(title, justify="right")
-    stages.add_row(Text("model calls"), *_stage_row(progress.model, True, False))
-    stages.add_row(Text("rule checks"), *_stage_row(progress.rules, False, False))
-    if judging(progress):
-        stages.add_row(Text("judge"), *_stage_row(progress.judge, True, True))
+    stages.add_row(Text("model calls"), *_stage_row(progress.model, True, judge, False))
+    stages.add_row(Text("rule checks"), *_stage_row(progress.rules, False, judge, False))
+    if judge:
+        stages.add_row(Text("judge"), *_stage_row(progress.judge, True, judge, True))
     return Group(header, stages, Text(_reuse(progress), style="dim"))
