@@ -105,7 +105,7 @@ class ProgressDisplay:
 
     def _write(self, text: str) -> None:
         # Straight to the file: a rich Console would wrap a log line at 80 columns.
-        stream: TextIO = self.console.file
+        stream = self.console.file
         stream.write(text + "\n")
         stream.flush()
 
