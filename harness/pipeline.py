@@ -141,7 +141,7 @@ class Pipeline:
         store_send, store_recv = create[StoreWrite](STORE_BUFFER)
         judge_send, judge_recv = create[JudgeTask](JUDGE_BUFFER)
         ask_send, ask_recv = create[JudgeRequest](ASK_BUFFER)
-        dispatch = Dispatch(judge_send, self.collector)
+        dispatch = Dispatch(judge_send, self.collector, progress.judge)
         outlet = ScoreOutlet(self.scorer, score_send, dispatch)
         callers = options.concurrency if options.mode != "eval" else 0
         async with anyio.create_task_group() as tg:

@@ -103,6 +103,7 @@ async def generate(receive: ObjectReceiveStream[Sample], clients: ModelClients,
                 if isinstance(exc, PermanentModelError):
                     raise
                 counts.failed += 1
+                counts.done += 1  # done counts failures too, as in the other stages
                 completion = Completion(sample, "error", error=str(exc),
                                         attempts=exc.attempts, cause=exc.outcome)
             else:

@@ -108,6 +108,7 @@ async def judge_lookup(receive: ObjectReceiveStream[JudgeTask], judges: Judges, 
                 verdict = stored.get(request.key)
                 if verdict is not None:
                     counts.done += 1
+                    counts.reused += 1
                     runner = judges.runners[request.task.result.dataset]
                     await collect.add(runner.cached(request.task, verdict, request.messages))
                 else:

@@ -25,7 +25,7 @@ from ..config import DatasetSpec
 from ..evaluators.llm import GenericLLMEvaluator, judge_plan
 from ..postprocessors import is_extraction_failure
 from ..postprocessors.build import BoundPostprocessor
-from ..progress import Progress
+from ..progress import Progress, StageCounts
 from ..records import RULE_DECIDED_STATUSES, Completion, JudgeTask, SampleResult, SampleStatus
 from ..workers import WorkerPool, WorkerTimeout
 from .collect import Collector
@@ -212,13 +212,15 @@ class Dispatch:
     """Where a scored sample goes: to the judge if it still needs a verdict, else to
     the collector. Holds its own clone of the judge stream (closed on exit)."""
 
-    def __init__(self, judge_send: ObjectSendStream[JudgeTask], collect: Collector) -> None:
+    def __init__(self, judge_send: ObjectSendStream[JudgeTask], collect: Collector,
+                 judge_counts: StageCounts) -> None:
         self.judge_send = judge_send
         self.collect = collect
+        self.judge_counts = judge_counts
 
     def clone(self) -> Dispatch:
         """A dispatch for another task (each task closes its own stream clone)."""
-        return Dispatch(self.judge_send.clone(), self.collect)
+        return Dispatch(self.judge_send.clone(), self.collect, self.judge_counts)
 
     async def __aenter__(self) -> Dispatch:
         return self
@@ -229,6 +231,7 @@ class Dispatch:
     async def put(self, outcome: Scored) -> None:
         """Pass one scored sample on."""
         if isinstance(outcome, JudgeTask):
+            self.judge_counts.submitted += 1
             await send(self.judge_send, outcome)
         else:
             await self.collect.add(outcome)
