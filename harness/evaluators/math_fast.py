@@ -13,10 +13,14 @@ is certain from the strings:
   decimal that differs from the other side by at least ``1e-5`` is not equal (math-verify
   rounds floats to 6 places). Anything closer (``0.333333`` against ``\\frac13``), huge
   or over-precise decimals, percentages and units are left to math-verify;
-- **identical strings** of a tame LaTeX subset (digits, single-letter variables, a few
-  commands, small exponents): math-verify parses both the same way, and its string
-  comparison of the two extractions then holds. Outside that subset a string may fail
-  to parse (then math-verify says "wrong"), or its normalization is not known here.
+- **identical strings** (after harness's rewrites) that read as a bare answer: math-verify
+  parses both from the same text the same way, and its comparison of the two extraction
+  strings holds as long as they are not empty (an answer it cannot parse keeps its
+  string). Answers it may not parse within its time limit (nested exponents, factorials
+  of big numbers, over 200 characters) are left to it.
+
+The extraction string (``pred``) comes from latex2sympy2_extended's own ``normalize_latex``,
+loaded without the rest of that package (see :func:`_normalizer`).
 
 ``tests/test_math_fast.py`` holds every decision to math-verify's own, detail for detail,
 on every MATH-500 answer and the extraction corpus.
@@ -25,8 +29,11 @@ on every MATH-500 answer and the extraction corpus.
 from __future__ import annotations
 
 import re
+import types
 from fractions import Fraction
-from typing import Any
+from functools import lru_cache, partial
+from pathlib import Path
+from typing import Any, Callable
 
 from .math_forms import rewrite
 
@@ -85,51 +92,51 @@ def _number_verdict(gold: _Value, pred: _Value) -> bool | None:
     return gold.value == pred.value
 
 
-def _shown_number(text: str) -> str:
-    """math-verify's normalized string of a plain number (``normalize_latex``'s rules
-    that touch one: dollar signs and ``\\!`` go, ``{,}`` is a comma, ``\\dfrac`` is
-    ``\\frac``, ``.5`` is ``0.5``, ``0.5`` and ``a/b`` are fractions)."""
-    text = text.replace("\\$", "").replace("\\!", "").replace("{,}", ",")
-    text = _shown_tame(text)
-    if text.startswith("."):
-        text = "0" + text
-    if text == "0.5":
-        return "\\frac{1}{2}"
-    m = re.fullmatch(r"(-?\d+)/(-?\d+)", text)
-    if m is not None and text == f"{int(m[1])}/{int(m[2])}":
-        return f"\\frac{{{int(m[1])}}}{{{int(m[2])}}}"
-    return text
+@lru_cache(maxsize=1)
+def _normalizer() -> Callable[[str], str] | None:
+    """latex2sympy2_extended's ``normalize_latex`` with the settings math-verify reads a
+    boxed answer with: the string math-verify shows as its extraction. Loaded from its
+    own file, which needs only the standard library, so the parent never imports the
+    package (sympy, ANTLR). ``None`` if that file is missing or now imports more."""
+    import importlib.util
+    import sys
+
+    spec = importlib.util.find_spec("latex2sympy2_extended")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "math_normalization.py"
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    if any(line.startswith(("import ", "from ")) and line.split()[1] not in _STDLIB
+           for line in source.splitlines()):
+        return None
+    module = types.ModuleType("harness._math_normalization")
+    module.__file__ = str(path)
+    sys.modules[module.__name__] = module  # dataclasses look their module up there
+    exec(compile(source, str(path), "exec"), module.__dict__)  # noqa: S102
+    # math_verify.parser.LatexExtractionConfig's defaults, with boxed="last" as
+    # math_verify.parser.extract_latex sets it for a \boxed match.
+    config = module.NormalizationConfig(basic_latex=True, units=True, malformed_operators=True,
+                                        nits=True, boxed="last", equations=False)
+    return partial(module.normalize_latex, config=config)
 
 
-#: LaTeX commands of the tame subset: none of normalize_latex's rules rewrites them
-#: (but ``\\dfrac``/``\\tfrac`` become ``\\frac``).
-_COMMANDS = frozenset({"frac", "dfrac", "tfrac", "sqrt", "pi", "infty", "cdot", "times",
-                       "pm", "cup", "theta", "alpha", "beta"})
-_TAME_CHARS = re.compile(r"[0-9A-Za-z+\-*/()\[\],. ^{}\\]{1,80}")
-_UNTAME = re.compile(
-    r"[A-Za-z]{2}"             # a word: units, "and"/"or", "inf", "percent" are rewritten
-    r"|[\d}\s]\s*[A-Za-z]\s*$"  # a trailing letter after a number: read as a unit
-    r"|(?<!\d)\.|\.(?!\d)"      # a dot outside a decimal (".5", "5.")
-    r"|\{\s*,"                  # "{,}" is rewritten
-    r"|\}\s?\d"                 # "\frac{1}{2}3" is rewritten
-    r"|\^(?!\d(?!\d)|[A-Za-z]|\{\d{1,2}\}|\{[A-Za-z]\})")  # only small exponents
-_BRACED_COMMAND = re.compile(r"\\(?:[dt]?frac|sqrt)(?!\{)")
+_STDLIB = frozenset({"re", "dataclasses", "typing", "logging"})
 
 
-def _tame(text: str) -> bool:
-    """Whether ``text`` is in the subset math-verify is known to parse and to keep
-    as written (up to ``\\dfrac``)."""
-    if not _TAME_CHARS.fullmatch(text) or _BRACED_COMMAND.search(text):
-        return False
-    if any(c not in _COMMANDS for c in re.findall(r"\\([A-Za-z]*)", text)):
-        return False
-    if text.count("{") != text.count("}"):
-        return False
-    return _UNTAME.search(re.sub(r"\\[A-Za-z]+", "\\\\", text)) is None
+def shown(text: str) -> str | None:
+    """math-verify's extraction string of the bare answer ``text`` (read boxed, as
+    ``math_verify._parse`` reads it), or ``None`` without the normalizer."""
+    normalize = _normalizer()
+    return None if normalize is None else normalize(f"\\boxed{{{text}}}")
 
 
-def _shown_tame(text: str) -> str:
-    return re.sub(r"\\[dt]frac", r"\\frac", text).strip()
+#: Answers math-verify may not finish parsing within its time limit: nested exponents,
+#: factorials of big numbers, long ones.
+_HEAVY = re.compile(r"\^\s*\{[^{}]*\^|(?:\d{3,}|\))\s*!")
+_MAX_IDENTICAL = 200
 
 
 def fast_detail(prediction: Any, reference: Any) -> dict[str, Any] | None:
@@ -150,7 +157,14 @@ def fast_detail(prediction: Any, reference: Any) -> dict[str, Any] | None:
         verdict = _number_verdict(gold_number, pred_number)
         if verdict is None:
             return None
-        return {"answer": reference, "pred": _shown_number(pred), "correct": verdict}
-    if pred == gold and _tame(gold) and _looks_bare(gold):
-        return {"answer": reference, "pred": _shown_tame(pred), "correct": True}
+        display = shown(pred)
+        return None if display is None else {"answer": reference, "pred": display,
+                                             "correct": verdict}
+    if pred == gold and len(gold) <= _MAX_IDENTICAL and not _HEAVY.search(gold) \
+            and _looks_bare(gold):
+        # Both sides are parsed from the same text the same way, and math-verify's
+        # comparison of the two (non-empty) extraction strings then holds.
+        display = shown(pred)
+        if display:
+            return {"answer": reference, "pred": display, "correct": True}
     return None
