@@ -1,17 +1,24 @@
 """Worker processes: a hung check is one timeout; waiting for a worker is not timed;
 a crash, an exception or a cancelled caller costs only its own call; warming the workers
-up does not hold back the model requests."""
+up does not hold back the model requests.
+
+The tests wait on events, never on sleeps: a call tells the test it has started in its
+worker by writing to a named pipe (``_announced``), a call can be held there until the test
+lets it go (``_hold``), and ``anyio.wait_all_tasks_blocked`` says when a call just made is
+waiting in its worker's pipe (``run`` blocks only once the call is sent)."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import multiprocessing
 import os
+import select
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import anyio
 import pytest
@@ -22,6 +29,85 @@ from harness.workers import (INLINE_SEND_LIMIT, MAX_WARM_UP_CRASHES, WorkerCrash
                              WorkerTimeout)
 
 from .helpers import arith_dataset, arith_reply, expected_correct, model_cfg
+
+#: How long a held call waits for the test before it gives up (a guard, so a failing test
+#: ends instead of hanging; never reached when the test passes).
+HOLD_GUARD = 60.0
+
+
+class Fifo:
+    """A named pipe between the test and worker calls, which the test waits on without
+    polling: a call writes to it when it starts, or blocks reading it until released."""
+
+    def __init__(self, path: Path) -> None:
+        os.mkfifo(path)
+        self.path = str(path)
+        # Read-write: opening it does not wait for a writer, a worker's open for either
+        # end does not block, and the test never reads an end of file.
+        self.fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+
+    async def wait(self) -> None:
+        """Until a worker call has written to the pipe (consumes one write)."""
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        loop.add_reader(self.fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            with anyio.fail_after(HOLD_GUARD):
+                await ready
+        finally:
+            loop.remove_reader(self.fd)
+        os.read(self.fd, 1)
+
+    def set(self) -> None:
+        """Release one call blocked in ``_hold``."""
+        os.write(self.fd, b"x")
+
+
+@pytest.fixture
+def fifo(tmp_path: Path) -> Iterator[Callable[[], Fifo]]:
+    """A factory of named pipes under ``tmp_path``, closed after the test."""
+    made: list[Fifo] = []
+
+    def make() -> Fifo:
+        made.append(Fifo(tmp_path / f"fifo-{len(made)}"))
+        return made[-1]
+
+    yield make
+    for pipe in made:
+        os.close(pipe.fd)
+
+
+def _this_module() -> None:
+    """A warm-up that imports this module in the worker (the functions below come from
+    it), so no timed call pays for that import."""
+
+
+def _announce(started: str) -> None:
+    with open(started, "wb") as pipe:
+        pipe.write(b"x")
+
+
+def _announced(started: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """Tell the test this call has started in its worker, then ``fn(*args)``."""
+    _announce(started)
+    return fn(*args)
+
+
+def _hold(started: str, go: str) -> bool:
+    """Tell the test this call has started, then wait until it sets ``go``; whether it
+    did (else the guard ran out)."""
+    _announce(started)
+    fd = os.open(go, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        return bool(select.select([fd], [], [], HOLD_GUARD)[0])
+    finally:
+        os.close(fd)
+
+
+def _hold_then(started: str, go: str, fn: Callable[..., Any], *args: Any) -> Any:
+    """``_hold``, then ``fn(*args)``."""
+    _hold(started, go)
+    return fn(*args)
 
 
 async def test_hung_check_is_killed_as_one_timeout_and_the_pool_goes_on():
@@ -34,25 +120,21 @@ async def test_hung_check_is_killed_as_one_timeout_and_the_pool_goes_on():
     await pool.aclose()
 
 
-async def test_a_check_waiting_for_a_busy_worker_is_not_charged_that_wait():
+async def test_a_check_waiting_for_a_busy_worker_is_not_charged_that_wait(fifo):
     pool = WorkerPool(1)
-    await pool.warm(int)
+    await pool.warm(_this_module)
     results = {}
+    started = fifo()
 
     async def slow():
-        results["slow"] = await pool.run(time.sleep, 2.0, timeout=30)
+        results["slow"] = await pool.run(_announced, started.path, time.sleep, 2.0,
+                                         timeout=30)
 
-    async def quick(started: anyio.Event):
-        await started.wait()
-        # Queued behind a 2 s check with a 1 s limit: only its own run is timed.
-        results["quick"] = await pool.run(abs, -1, timeout=1.0)
-
-    started = anyio.Event()
     async with anyio.create_task_group() as tg:
         tg.start_soon(slow)
-        await anyio.sleep(0)  # let slow take the only worker first
-        started.set()
-        tg.start_soon(quick, started)
+        await started.wait()  # slow runs in the only worker
+        # Queued behind a 2 s check with a 1 s limit: only its own run is timed.
+        results["quick"] = await pool.run(abs, -1, timeout=1.0)
     assert results == {"slow": None, "quick": 1}
     await pool.aclose()
 
@@ -88,39 +170,45 @@ def _length(data: bytes) -> int:
     return len(data)
 
 
-@pytest.mark.parametrize("first, error, timeouts", [
-    ((time.sleep, 60), WorkerTimeout, 1),  # hangs: killed at its 1 s limit
-    ((_exit_now,), WorkerCrashed, 0),  # its worker dies
+@pytest.mark.parametrize("first, error, timeouts, limit", [
+    ((time.sleep, 60), WorkerTimeout, 1, 2.0),  # hangs: killed at its 2 s limit
+    ((_exit_now,), WorkerCrashed, 0, 30.0),  # its worker dies: seen at once, whatever the limit
 ])
-async def test_a_check_queued_behind_a_failing_one_is_sent_again(first, error, timeouts):
+async def test_a_check_queued_behind_a_failing_one_is_sent_again(first, error, timeouts,
+                                                                 limit, fifo):
     """With one worker, the second call waits in the worker's pipe behind the first; when
     the first hangs or kills its worker, the second runs in the replacement."""
     pool = WorkerPool(1)
-    await pool.warm(int)
+    await pool.warm(_this_module)
     failed = []
+    started, go = fifo(), fifo()
 
     async def failing():
         with pytest.raises(error):
-            await pool.run(*first, timeout=1.0)
+            await pool.run(_hold_then, started.path, go.path, *first, timeout=limit)
         failed.append(error)
 
-    assert await _queued_behind(pool, failing) == 7
+    assert await _queued_behind(pool, failing, started, go.set) == 7
     assert failed == [error] and pool.timeouts == timeouts
     await pool.aclose()
 
 
-async def _queued_behind(pool: WorkerPool, first: Any) -> Any:
-    """Start ``first`` (a coroutine function) and, once its call is in the worker, a
-    quick call queued behind it; the quick call's result."""
+async def _queued_behind(pool: WorkerPool, first: Any, started: Fifo,
+                         release: Callable[[], None]) -> Any:
+    """Start ``first`` (a coroutine function whose call writes to ``started``); once its
+    call runs in the worker, queue a quick call behind it, then ``release()`` (which makes
+    the first call fail); the quick call's result."""
     queued = []
 
     async def later():
-        queued.append(await pool.run(abs, -7, timeout=5))
+        queued.append(await pool.run(abs, -7, timeout=30))
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(first)
-        await anyio.sleep(0.1)
+        await started.wait()
         tg.start_soon(later)
+        await anyio.wait_all_tasks_blocked()  # later's call waits in the worker's pipe
+        release()
     return queued[0]
 
 
@@ -136,47 +224,48 @@ async def test_exceptions_and_unsendable_results_come_back_and_the_worker_stays(
     await pool.aclose()
 
 
-async def test_a_large_call_waits_for_an_idle_worker_without_blocking_the_loop():
+async def test_a_large_call_waits_for_an_idle_worker_without_blocking_the_loop(fifo):
     """A payload too large for the pipe's buffer is not written to a busy worker from
-    the event loop (which would block it until the worker reads); the loop keeps
-    running meanwhile."""
+    the event loop (which would block it until the worker reads): the loop keeps
+    running, so the test can release the busy worker."""
     pool = WorkerPool(1)
-    await pool.warm(int)
-    ticks = 0
-    slow_done = anyio.Event()
-
-    async def ticker():
-        nonlocal ticks
-        while not slow_done.is_set():
-            ticks += 1
-            await anyio.sleep(0.01)
-
-    async def slow():
-        await pool.run(time.sleep, 1.0, timeout=30)
-        slow_done.set()
-
+    await pool.warm(_this_module)
+    results = {}
+    started, go = fifo(), fifo()
     big = b"x" * (40 * INLINE_SEND_LIMIT)
+
+    async def held():
+        results["held"] = await pool.run(_hold, started.path, go.path, timeout=2 * HOLD_GUARD)
+
+    async def large():
+        results["large"] = await pool.run(_length, big, timeout=30)
+
     async with anyio.create_task_group() as tg:
-        tg.start_soon(slow)
-        await anyio.sleep(0.05)
-        tg.start_soon(ticker)
-        assert await pool.run(_length, big, timeout=30) == len(big)
-    assert ticks >= 2
+        tg.start_soon(held)
+        await started.wait()  # the only worker is busy until released
+        tg.start_soon(large)
+        # A write from the loop would block it here until the held call gave up.
+        await anyio.wait_all_tasks_blocked()
+        go.set()
+    # Released by the test, not by the guard; then the large call ran.
+    assert results == {"held": True, "large": len(big)}
     await pool.aclose()
 
 
-async def test_a_cancelled_caller_costs_its_worker_not_the_calls_behind_it():
+async def test_a_cancelled_caller_costs_its_worker_not_the_calls_behind_it(fifo):
     pool = WorkerPool(1)
-    await pool.warm(int)
+    await pool.warm(_this_module)
     pid = await pool.run(os.getpid, timeout=30)
     cancelled = []
+    started = fifo()
+    scope = anyio.CancelScope()
 
     async def cancelled_caller():
-        with anyio.move_on_after(0.5) as scope:
-            await pool.run(time.sleep, 60, timeout=30)
+        with scope:
+            await pool.run(_announced, started.path, time.sleep, 60, timeout=90)
         cancelled.append(scope.cancelled_caught)
 
-    assert await _queued_behind(pool, cancelled_caller) == 7
+    assert await _queued_behind(pool, cancelled_caller, started, scope.cancel) == 7
     assert cancelled == [True]
     assert await pool.run(os.getpid, timeout=30) != pid  # the sleeping worker was replaced
     assert pool.timeouts == 0
@@ -198,13 +287,12 @@ async def test_closing_the_pool_ends_its_worker_processes():
 
 
 async def _collect_pid(pool: WorkerPool, pids: set[int]) -> None:
-    await pool.run(time.sleep, 0.3, timeout=30)
     pids.add(await pool.run(os.getpid, timeout=30))
 
 
-async def test_calls_with_one_key_share_a_worker_unless_another_worker_would_idle():
+async def test_calls_with_one_key_share_a_worker_unless_another_worker_would_idle(fifo):
     pool = WorkerPool(2)
-    await pool.warm(int)
+    await pool.warm(_this_module)
     # Two keys the pool maps to different workers (it maps by hash).
     a = "key-0"
     b = next(k for k in (f"key-{i}" for i in range(1, 100)) if hash(k) % 2 != hash(a) % 2)
@@ -215,15 +303,19 @@ async def test_calls_with_one_key_share_a_worker_unless_another_worker_would_idl
     assert by_key[a] != by_key[b]
     # While a long call occupies a's worker, another call keyed a goes to the idle one.
     other = {}
+    started, go = fifo(), fifo()
 
     async def long_call():
-        await pool.run(time.sleep, 1.0, timeout=30, key=a)
+        other["long"] = await pool.run(_hold_then, started.path, go.path, os.getpid,
+                                       timeout=2 * HOLD_GUARD, key=a)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(long_call)
-        await anyio.sleep(0.2)
+        await started.wait()
+        # Sent to a's busy worker, this would wait until the long call's guard ran out.
         other["pid"] = await pool.run(os.getpid, timeout=30, key=a)
-    assert {other["pid"]} == by_key[b]
+        go.set()
+    assert {other["pid"]} == by_key[b] and {other["long"]} == by_key[a]
     await pool.aclose()
 
 
@@ -249,11 +341,6 @@ def _crash_if_flagged(flag: str) -> None:
 
 def _system_exit() -> None:
     raise SystemExit(3)
-
-
-def _sleep_then_pid(seconds: float) -> int:
-    time.sleep(seconds)
-    return os.getpid()
 
 
 async def test_a_replacement_runs_every_warm_up_once():
@@ -292,20 +379,25 @@ async def test_a_check_raising_system_exit_is_an_error_of_that_check_only():
     await pool.aclose()
 
 
-async def test_cancelling_a_waiting_caller_leaves_the_running_check_alone():
+async def test_cancelling_a_waiting_caller_leaves_the_running_check_alone(fifo):
     pool = WorkerPool(1)
-    await pool.warm(int)
+    await pool.warm(_this_module)
     pid = await pool.run(os.getpid, timeout=30)
     front = {}
+    started, go = fifo(), fifo()
 
     async def running():
-        front["pid"] = await pool.run(_sleep_then_pid, 1.0, timeout=30)
+        front["pid"] = await pool.run(_hold_then, started.path, go.path, os.getpid,
+                                      timeout=2 * HOLD_GUARD)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(running)
-        await anyio.sleep(0.2)
-        with anyio.move_on_after(0.2):
-            await pool.run(abs, -1, timeout=30)  # queued behind, then cancelled
+        await started.wait()
+        async with anyio.create_task_group() as waiting:
+            waiting.start_soon(lambda: pool.run(abs, -1, timeout=30))
+            await anyio.wait_all_tasks_blocked()  # queued behind the running call
+            waiting.cancel_scope.cancel()
+        go.set()
     assert front == {"pid": pid}  # it finished in the worker it started in
     assert await pool.run(os.getpid, timeout=30) == pid
     await pool.aclose()
@@ -330,43 +422,45 @@ def test_a_pool_refuses_a_second_event_loop():
 def test_a_worker_exits_when_its_parent_dies_mid_check(tmp_path):
     """The parent exits hard (a second Ctrl-C, SIGKILL) while a check hangs: the worker
     must not outlive it."""
+    started = tmp_path / "started"
+    os.mkfifo(started)
     script = tmp_path / "parent.py"
     script.write_text(
-        "import os, time, anyio\n"
+        "import os, sys, time, anyio, anyio.to_thread\n"
         "from harness.workers import WorkerPool\n"
+        "def hang(path):\n"
+        "    with open(path, 'wb') as pipe:\n"
+        "        pipe.write(b'x')\n"
+        "    time.sleep(60)\n"
         "async def main():\n"
+        "    started = os.open(sys.argv[1], os.O_RDWR)\n"
         "    pool = WorkerPool(1)\n"
         "    print(await pool.run(os.getpid, timeout=30), flush=True)\n"
         "    async with anyio.create_task_group() as tg:\n"
-        "        tg.start_soon(lambda: pool.run(time.sleep, 60, timeout=120))\n"
-        "        await anyio.sleep(0.5)\n"
+        "        tg.start_soon(lambda: pool.run(hang, sys.argv[1], timeout=120))\n"
+        "        await anyio.to_thread.run_sync(os.read, started, 1)  # the check hangs\n"
         "        os._exit(130)\n"
         "if __name__ == '__main__':\n"
         "    anyio.run(main)\n")
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path)
+    done = subprocess.run([sys.executable, str(script), str(started)], capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 130, done.stderr
     pid = int(done.stdout.split()[0])
-    deadline = time.monotonic() + 10
-    while _running(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _running(pid)
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` is a live process (a zombie waiting to be reaped is not)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+        exited = os.pidfd_open(pid)  # readable once the process has ended
+    except ProcessLookupError:
+        return  # already gone
+    try:
+        assert select.select([exited], [], [], HOLD_GUARD)[0], "the worker outlived its parent"
+    finally:
+        os.close(exited)
 
 _warmed_here = False
 
 
 class WarmsAfterTheFirstRequest(harness.BaseEvaluator):
     """A worker evaluator whose warm-up ends only once the model has been asked something
-    (the fake server creates ``flag``): a pipeline that finished warming its workers
+    (the fake server writes to ``flag``): a pipeline that finished warming its workers
     before sending the first request would wait here until the warm-up gives up."""
 
     needs_worker = True
@@ -377,11 +471,13 @@ class WarmsAfterTheFirstRequest(harness.BaseEvaluator):
 
     def warm_up(self) -> None:
         global _warmed_here
-        deadline = time.monotonic() + 20
-        while not os.path.exists(self.flag):
-            if time.monotonic() > deadline:
+        # ``flag`` is a named pipe the fake server writes to on every request.
+        fd = os.open(self.flag, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            if not select.select([fd], [], [], 20)[0]:
                 raise RuntimeError("no model request was sent while the workers warmed up")
-            time.sleep(0.02)
+        finally:
+            os.close(fd)
         _warmed_here = True
 
     def score_sample(self, prediction: Any, reference: Any,
@@ -390,14 +486,15 @@ class WarmsAfterTheFirstRequest(harness.BaseEvaluator):
                 "answer": reference, "worker_was_warm": _warmed_here}
 
 
-async def test_workers_warm_up_while_the_first_model_requests_are_answered(arith, tmp_path):
-    flag = tmp_path / "first-request"
+async def test_workers_warm_up_while_the_first_model_requests_are_answered(arith, fifo):
+    flag = fifo()
 
     def reply(body: dict[str, Any]) -> str:
-        flag.touch()
+        flag.set()
         return arith_reply(body)
 
-    dataset = arith_dataset(arith, dict(type=WarmsAfterTheFirstRequest, flag=str(flag)))
+    tmp_path = Path(flag.path).parent
+    dataset = arith_dataset(arith, dict(type=WarmsAfterTheFirstRequest, flag=flag.path))
     async with FakeOpenAI(responder=reply) as srv:
         report = await harness.evaluate(datasets=[dataset], models=[model_cfg(srv.base_url)],
                                         work_dir=tmp_path / "w")

@@ -53,6 +53,12 @@ class BaseEvaluator:
         """Score one sample: a dict with at least ``correct``, ``pred`` and ``answer``."""
         raise NotImplementedError
 
+    def fast_score(self, prediction: Any, reference: Any) -> dict[str, Any] | None:
+        """``score_sample``'s detail when the evaluator can tell it at once in the calling
+        process, so a ``needs_worker`` check skips the worker; ``None`` (the default):
+        run ``score_sample``."""
+        return None
+
     def warm_up(self) -> None:
         """Prepare a worker process (imports, caches) before it scores samples."""
 

@@ -185,7 +185,11 @@ class Scorer:
             extracted = _apply(evaluator.pred_postprocessor, extracted, row)
         if is_extraction_failure(extracted):
             return result("extract_failed", extracted, reference, False)
-        if evaluator.needs_worker and self.pool is not None:
+        # A check whose outcome is certain at once (math_fast) skips the worker.
+        fast = evaluator.fast_score(extracted, reference) if evaluator.needs_worker else None
+        if fast is not None:
+            detail = fast
+        elif evaluator.needs_worker and self.pool is not None:
             try:
                 # Keyed by the reference: a worker keeps the references it parsed.
                 detail = await self.pool.run(evaluator.score_sample, extracted, reference,

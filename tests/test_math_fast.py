@@ -1,0 +1,134 @@
+"""The math fast path returns math-verify's own detail wherever it decides.
+
+``harness.evaluators.math_fast`` decides plain-number and written-alike checks in the
+parent process, without math-verify. Every decision it makes here is compared with
+``MATHVerifyEvaluator(fast=False).score_sample`` (math-verify as harness calls it: gold
+first, harness's rewrites, the bare-answer boxing), field for field: a decision that
+differs would change a verdict or the extraction a run records. The pairs are every
+MATH-500 answer against itself, realistic replies to it extracted by the shipped
+postprocessor, numeric rewritings of it (and the reverse order, a rewritten gold), and
+the hand-labelled extraction corpus. The fast path must also decide most of them, or it
+saves nothing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.evaluators.math_fast import fast_detail
+from harness.evaluators.math_verify import MATHVerifyEvaluator
+from harness.postprocessors import math_postprocess_v2
+from harness.testing.corpus import load_corpus
+from harness.testing.math_pairs import math500_answers, numeric_variants, reply_pairs
+
+
+@pytest.fixture(scope="module")
+def evaluator() -> MATHVerifyEvaluator:
+    return MATHVerifyEvaluator(fast=False)
+
+
+@pytest.fixture(scope="module")
+def answers() -> list[str]:
+    return math500_answers()
+
+
+def _disagreements(evaluator: MATHVerifyEvaluator,
+                   pairs: list[tuple[str, str]]) -> tuple[int, list[str]]:
+    """How many pairs the fast path decides, and each decision math-verify contradicts."""
+    decided, wrong = 0, []
+    for pred, gold in dict.fromkeys(pairs):
+        fast = fast_detail(pred, gold)
+        if fast is None:
+            continue
+        decided += 1
+        slow = evaluator.score_sample(pred, gold)
+        if fast != slow:
+            wrong.append(f"pred={pred!r} gold={gold!r}: fast {fast} != math-verify {slow}")
+    return decided, wrong
+
+
+def test_every_math500_answer_against_itself(evaluator, answers):
+    decided, wrong = _disagreements(evaluator, [(a, a) for a in answers])
+    assert wrong == []
+    # Most answers are plain numbers or tame LaTeX: the fast path must take them.
+    assert decided >= 0.95 * len(set(answers)), decided
+
+
+def test_realistic_replies_extracted_by_the_math500_postprocessor(evaluator, answers):
+    pairs = [(math_postprocess_v2(reply), gold)
+             for reply, gold in reply_pairs(answers, 2 * len(answers))]
+    decided, wrong = _disagreements(evaluator, pairs)
+    assert wrong == []
+    assert decided >= 0.55 * len(set(pairs)), decided
+
+
+def test_numeric_rewritings_of_every_answer(evaluator, answers):
+    pairs = [(variant, gold) for gold in answers for variant in numeric_variants(gold)]
+    decided, wrong = _disagreements(evaluator, pairs)
+    assert wrong == []
+    assert decided >= 0.4 * len(set(pairs)), decided
+
+
+def test_rewritten_golds_against_the_written_answer(evaluator, answers):
+    # math-verify is not symmetric (the gold's side decides how an equation is read):
+    # the written answer as the prediction, each rewriting as the gold.
+    pairs = [(gold, variant) for gold in answers for variant in numeric_variants(gold)[6:]]
+    decided, wrong = _disagreements(evaluator, pairs)
+    assert wrong == []
+    assert decided >= 0.4 * len(set(pairs)), decided
+
+
+def test_extraction_corpus(evaluator):
+    rows = [r for r in load_corpus() if r.task == "math"]
+    pairs = [(math_postprocess_v2(r.reply), r.reference) for r in rows]
+    pairs += [(r.reference, r.reference) for r in rows]
+    decided, wrong = _disagreements(evaluator, pairs)
+    assert wrong == []
+    assert decided >= 0.5 * len(set(pairs)), decided
+
+
+@pytest.mark.parametrize("pred, gold", [
+    ("0.333333", "\\frac{1}{3}"),      # equal after math-verify's rounding only
+    ("0.3333333", "\\frac{1}{3}"),
+    ("1,0000", "10000"),               # not a thousands separator: a set to math-verify
+    ("5\\%", "5"),                     # percentages
+    ("5 \\text{ cm}", "5"),            # units
+    ("(6!)!", "(6!)!"),                 # nor one with a huge factorial
+    ("x" * 201, "x" * 201),            # nor a long one
+    ("10^{10^{10}}", "10^{10^{10}}"),  # a tower math-verify may not finish parsing,
+    ("1234567890.5", "1234567890.5"),  # float precision, not the value, decides
+])
+def test_defers_where_unsure(pred, gold):
+    assert fast_detail(pred, gold) is None
+
+
+def test_a_missing_reference_is_decided_as_math_verify_does(evaluator):
+    for reference in (None, "", "  "):
+        assert fast_detail("5", reference) == evaluator.score_sample("5", reference)
+
+
+def test_shown_strings_come_from_math_verifys_own_settings():
+    # The normalizer math_fast loads is latex2sympy2_extended's, with the configuration
+    # math-verify reads a boxed answer with.
+    from dataclasses import asdict, replace
+
+    from math_verify import LatexExtractionConfig
+
+    from harness.evaluators.math_fast import _normalizer
+
+    normalize = _normalizer()
+    assert normalize is not None
+    expected = asdict(replace(LatexExtractionConfig().normalization_config, boxed="last"))
+    assert asdict(normalize.keywords["config"]) == expected
+
+
+def test_the_fast_path_never_imports_sympy():
+    # The point of the fast path: the parent decides without sympy or math-verify.
+    import subprocess
+    import sys
+
+    code = ("import sys; from harness.evaluators.math_fast import fast_detail; "
+            "assert fast_detail('1,000', '1000')['correct']; "
+            "assert fast_detail('\\\\frac{\\\\pi}{2}', '\\\\frac{\\\\pi}{2}')['correct']; "
+            "assert not {'sympy', 'math_verify', 'latex2sympy2_extended'} & set(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)
