@@ -14,6 +14,7 @@ and processes in reach: never the default, only an explicit opt-in (see ``resolv
 from __future__ import annotations
 
 import json
+import re
 import logging
 import os
 import signal
@@ -106,9 +107,10 @@ async def run_program(source: str, limits: Limits = Limits(),
 async def _run(source: str, limits: Limits, sandbox: SandboxKind, cfg: dict[str, Any],
                privileged: bool) -> Execution:
     status_r, status_w = os.pipe()
+    init = _Init()
     if sandbox == "bwrap":
-        launcher = [*bwrap_command(privileged, limits.disk), cfg["python"], "-I", "-S",
-                    LAUNCHER]
+        launcher = [*bwrap_command(privileged, limits.disk), "--info-fd", str(init.write_fd),
+                    cfg["python"], "-I", "-S", LAUNCHER]
         env: dict[str, str] | None = None  # bwrap clears it (--clearenv)
     else:
         launcher = [cfg["python"], "-I", "-S", str(Path(__file__).with_name("launcher.py"))]
@@ -117,21 +119,25 @@ async def _run(source: str, limits: Limits, sandbox: SandboxKind, cfg: dict[str,
     command = [*launcher, str(status_w), json.dumps(cfg)]
     started = time.monotonic()
     try:
-        process = await anyio.open_process(command, env=env, pass_fds=(status_w,),
-                                           start_new_session=True)
+        fds = (status_w, init.write_fd) if sandbox == "bwrap" else (status_w,)
+        process = await anyio.open_process(command, env=env, start_new_session=True,
+                                           pass_fds=fds)
     except OSError as exc:
         os.close(status_r)
+        init.close()
         return Execution("sandbox_error", None, "", "", f"cannot start the sandbox: {exc}")
     finally:
         os.close(status_w)
+        init.close_write()
     try:
-        ended = await _supervise(process, source, limits)
+        ended = await _supervise(process, source, limits, init)
         marker = _read_marker(status_r)
     finally:
         os.close(status_r)
         _kill(process)
         with anyio.CancelScope(shield=True):
             await process.aclose()  # closes the pipes, then waits
+            await init.kill()
     duration = time.monotonic() - started
     why, out, err = ended
     code = process.returncode
@@ -149,8 +155,8 @@ async def _run(source: str, limits: Limits, sandbox: SandboxKind, cfg: dict[str,
     return Execution("failed", code, out, err, _describe(code), duration)
 
 
-async def _supervise(process: Process, source: str,
-                     limits: Limits) -> tuple[str | None, str, str]:
+async def _supervise(process: Process, source: str, limits: Limits,
+                     init: "_Init") -> tuple[str | None, str, str]:
     """Feed the source, read both streams under the output cap, wait for the end.
 
     Returns why the program was stopped (``None``: it ended by itself) and the tails.
@@ -183,12 +189,68 @@ async def _supervise(process: Process, source: str,
     with anyio.move_on_after(limits.wall_time) as scope:
         async with anyio.create_task_group() as tg:
             tg.start_soon(feed)
+            tg.start_soon(init.watch)
             tg.start_soon(read, process.stdout, tails[0])
             tg.start_soon(read, process.stderr, tails[1])
             await process.wait()
     if scope.cancelled_caught and not stopped:
         stopped.append("wall-clock limit")
     return (stopped[0] if stopped else None), tails[0].text(), tails[1].text()
+
+
+class _Init:
+    """The sandbox's PID 1, which bwrap names on ``--info-fd``. The kernel kills every
+    process of a PID namespace when its PID 1 dies, and PID 1 is reaped only after
+    them, so killing it and waiting for its pidfd guarantees nothing is left when
+    ``run_program`` returns (bwrap itself may exit a moment before its PID 1 does)."""
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        self.pidfd: int | None = None
+
+    def close_write(self) -> None:
+        if self.write_fd >= 0:
+            os.close(self.write_fd)
+            self.write_fd = -1
+
+    def close(self) -> None:
+        self.close_write()
+        if self.read_fd >= 0:
+            os.close(self.read_fd)
+            self.read_fd = -1
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+
+    async def watch(self) -> None:
+        """Read the PID 1's pid as soon as bwrap writes it and hold a pidfd of it (a
+        pidfd cannot be fooled by the pid being reused later)."""
+        info = b""
+        while b"child-pid" not in info or b"}" not in info:
+            await anyio.wait_readable(self.read_fd)
+            chunk = os.read(self.read_fd, 4096)
+            if not chunk:
+                break  # bwrap ended before the sandbox existed
+            info += chunk
+        found = re.search(rb'"child-pid"\s*:\s*(\d+)', info)
+        if found is not None and self.pidfd is None:
+            try:
+                self.pidfd = os.pidfd_open(int(found.group(1)))
+            except ProcessLookupError:
+                pass  # already gone, and its namespace with it
+
+    async def kill(self) -> None:
+        """Kill the PID 1 and wait until it (so every process it outlived) is gone."""
+        try:
+            if self.pidfd is not None:
+                try:
+                    signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                with anyio.move_on_after(30):
+                    await anyio.wait_readable(self.pidfd)
+        finally:
+            self.close()
 
 
 class _Tail:
