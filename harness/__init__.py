@@ -40,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "bbh_freeform_postprocess": "postprocessors", "gsm8k_postprocess": "postprocessors",
     "gsm8k_dataset_postprocess": "postprocessors", "math_postprocess_v2": "postprocessors",
     "extract_non_reasoning_content": "postprocessors",
+    "humaneval_postprocess_v2": "postprocessors",
     "xml_tag_postprocessor": "postprocessors", "general_postprocess": "postprocessors",
     # records and errors
     "SampleResult": "records", "ModelSpec": "records",
