@@ -29,6 +29,7 @@ _EXPORTS: dict[str, str] = {
     # evaluators
     "AccEvaluator": "evaluators", "EMEvaluator": "evaluators",
     "MATHVerifyEvaluator": "evaluators", "SampleScoreEvaluator": "evaluators",
+    "HumanEvalEvaluator": "evaluators", "MBPPEvaluator": "evaluators",
     "BaseEvaluator": "evaluators", "EVALUATORS": "evaluators",
     "GenericLLMEvaluator": "judge.evaluators", "CascadeEvaluator": "judge.evaluators",
     "generic_llmjudge_postprocess": "judge.evaluators", "judge_template": "judge.templates",

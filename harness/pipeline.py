@@ -96,7 +96,8 @@ class Pipeline:
         self.progress = progress or Progress()
         self._out: ObjectSendStream[SampleResult] | None = None
         self.clients: dict[str, ModelClient] = {}
-        self.scorer = Scorer(self.datasets, options.mode, options.rule_workers, self.progress)
+        self.scorer = Scorer(self.datasets, options.mode, options.rule_workers, self.progress,
+                             store=store)
         self.judges: dict[str, Any] = {}  # dataset abbr → JudgeRunner
         self.endpoints: dict[str, Any] = {}
         if self.scorer.judges:
@@ -104,7 +105,8 @@ class Pipeline:
         self.accumulators = {
             (m, d): Accumulator(m, d, options.mode, self._details_path(m, d),
                                 judge_mode=self._judge_mode(d),
-                                replicas=self.datasets[d].n)
+                                replicas=self.datasets[d].n,
+                                pass_k=getattr(self.datasets[d].evaluator, "k", None))
             for m in self.models for d in self.datasets if self._included(m, d)}
 
     def _included(self, model: str, dataset: str) -> bool:

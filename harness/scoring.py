@@ -1,13 +1,16 @@
 """The rule stage: extract the answer, normalize the reference, apply the evaluator.
 
 Cheap evaluators run inline (microseconds); evaluators marked ``needs_worker``
-(math-verify) run in worker processes under a time limit. Every outcome, failures
+(math-verify) run in worker processes under a time limit; evaluators marked
+``executes`` (code) are awaited (``ascore_sample``), one sandboxed program per core at
+a time, with the store as their execution cache. Every outcome, failures
 included, becomes a ``SampleResult`` with a status: nothing is dropped and nothing
 fails silently. Samples the judge must see leave as a ``JudgeTask`` instead.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
@@ -37,7 +40,7 @@ class Scorer:
     """Turns completions into results (or judge tasks) for the datasets of one run."""
 
     def __init__(self, datasets: Mapping[str, DatasetSpec], mode: str,
-                 workers: int | None, progress: Progress) -> None:
+                 workers: int | None, progress: Progress, store: Any = None) -> None:
         self.datasets = datasets
         self.mode = mode
         self.progress = progress
@@ -49,9 +52,15 @@ class Scorer:
         # next waiting in its pipe). Without them scoring never waits, so the stage
         # that holds a completion scores it.
         self.parallelism = self.pool.size * self.pool.depth if self.pool else 1
-        #: Whether ``score`` never waits (no worker processes): then callers score
-        #: inline instead of going through a score stage.
-        self.inline = self.pool is None
+        #: Where code evaluators find and keep executions (the run's ``Store``).
+        self.executions = store
+        executes = mode != "infer" and any(getattr(d.evaluator, "executes", False)
+                                           for d in datasets.values())
+        if executes:  # one sandboxed program per core
+            self.parallelism = max(self.parallelism, os.cpu_count() or 1)
+        #: Whether ``score`` never waits (no worker processes, no programs to run):
+        #: then callers score inline instead of going through a score stage.
+        self.inline = self.pool is None and not executes
 
     @property
     def judges(self) -> bool:
@@ -168,7 +177,18 @@ class Scorer:
             extracted = _apply(evaluator.pred_postprocessor, extracted, row)
         if is_extraction_failure(extracted):
             return result("extract_failed", extracted, reference, False)
-        if evaluator.needs_worker and self.pool is not None:
+        if getattr(evaluator, "executes", False):
+            detail = await evaluator.ascore_sample(extracted, reference, dict(row),
+                                                   self.executions)
+            if detail.get("outcome") == "sandbox_error":
+                return result("sandbox_error", detail.get("pred"), reference, None,
+                              detail.get("reason"), cause="the code sandbox failed")
+            if detail.get("outcome") == "timeout":
+                return result("timeout", detail.get("pred"), reference, False,
+                              detail.get("reason"), details={
+                                  k: v for k, v in detail.items()
+                                  if k not in ("pred", "answer", "correct")})
+        elif evaluator.needs_worker and self.pool is not None:
             try:
                 # Keyed by the reference: a worker keeps the references it parsed.
                 detail = await self.pool.run(evaluator.score_sample, extracted, reference,

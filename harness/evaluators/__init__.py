@@ -7,6 +7,7 @@ from typing import Any, Mapping
 
 from ..config_keys import construct
 from .base import EVALUATOR_KEYS, EVALUATORS, BaseEvaluator, SampleScoreEvaluator, as_detail
+from .code import HumanEvalEvaluator, MBPPEvaluator
 from .math_verify import MATHVerifyEvaluator
 from .rules import AccEvaluator, EMEvaluator
 
@@ -14,7 +15,8 @@ from .rules import AccEvaluator, EMEvaluator
 from ..judge import evaluators as _judge_evaluators  # noqa: E402,F401
 
 __all__ = ["EVALUATORS", "AccEvaluator", "BaseEvaluator", "EMEvaluator",
-           "MATHVerifyEvaluator", "SampleScoreEvaluator", "as_detail", "build_evaluator"]
+           "HumanEvalEvaluator", "MATHVerifyEvaluator", "MBPPEvaluator",
+           "SampleScoreEvaluator", "as_detail", "build_evaluator"]
 
 
 def build_evaluator(cfg: Mapping[str, Any] | BaseEvaluator) -> BaseEvaluator:

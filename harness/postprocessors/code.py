@@ -55,7 +55,8 @@ def humaneval_postprocess_v2(text: Any, entry_point: str | None = None,
     code = _select(kept, name)
     if not code.strip():
         return ""
-    prompt = row.get("prompt") if isinstance(row.get("prompt"), str) else None
+    # Only HumanEval's prompt is code that a body continues (MBPP's is the task's prose).
+    prompt = row.get("prompt") if isinstance(row.get("entry_point"), str) else None
     if prompt is not None and not _defines(code, name) and _is_body(code):
         code = _reindent(prompt, code)
     return code

@@ -27,7 +27,7 @@ class Limits:
     killed; ``tail`` (bytes) how much of the end of each stream is kept.
     """
 
-    wall_time: float = 10.0
+    wall_time: float = 20.0
     cpu_time: int = 10
     memory: int = 1 << 30
     processes: int = 32
