@@ -143,3 +143,9 @@ def test_registered_under_its_opencompass_and_harness_names():
         bound = build_postprocessor(dict(type=name))
         assert bound(f"```py\n{FULL}```", test_item=HAS_CLOSE) == FULL
     assert ast.parse(extract(FULL, entry_point="has_close_elements"))
+
+
+def test_code_with_an_invalid_escape_is_kept_whole_even_when_warnings_are_errors():
+    # MBPP 593's reference: "\\." warns at compile time; pytest makes warnings errors.
+    row = next(r for r in MBPP if r["task_id"] == 593)
+    assert extract(row["code"], test_item=row).strip() == row["code"].strip()
