@@ -21,6 +21,7 @@ from typing import Any
 _EXPORTS: dict[str, str] = {
     # async API
     "evaluate": "api", "open_run": "api", "Run": "api", "RunReport": "api",
+    "RunOptions": "options",
     "ModelOverrides": "models",
     # config vocabulary
     "CustomDataset": "dataset", "RawPromptTemplate": "prompt", "PromptTemplate": "prompt",
@@ -29,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     # evaluators
     "AccEvaluator": "evaluators", "EMEvaluator": "evaluators",
     "MATHVerifyEvaluator": "evaluators", "SampleScoreEvaluator": "evaluators",
+    "HumanEvalEvaluator": "evaluators", "MBPPEvaluator": "evaluators",
     "BaseEvaluator": "evaluators", "EVALUATORS": "evaluators",
     "GenericLLMEvaluator": "evaluators", "CascadeEvaluator": "evaluators",
     "generic_llmjudge_postprocess": "evaluators.llm", "judge_template": "judge.templates",
@@ -40,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "bbh_freeform_postprocess": "postprocessors", "gsm8k_postprocess": "postprocessors",
     "gsm8k_dataset_postprocess": "postprocessors", "math_postprocess_v2": "postprocessors",
     "extract_non_reasoning_content": "postprocessors",
+    "humaneval_postprocess_v2": "postprocessors",
     "xml_tag_postprocessor": "postprocessors", "general_postprocess": "postprocessors",
     # records and errors
     "SampleResult": "records", "ModelSpec": "records",

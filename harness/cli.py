@@ -285,6 +285,8 @@ _PENDING_ADVICE = {
                       "keeps it): use a judge that answers A or B, or constrain its reply",
     "eval_error": "the evaluator raised on the sample: fix it and re-score with --mode eval",
     "missing": "never predicted: run without --mode eval to predict it",
+    "sandbox_error": "the code sandbox failed (not the program): run the same command "
+                     "again to retry it",
 }
 
 

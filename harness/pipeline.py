@@ -90,7 +90,8 @@ class Pipeline:
         by_abbr = {d.abbr: d for d in datasets}
         self.pairs = [(m, d) for m in models for d in datasets
                       if pairs is None or (m.abbr, d.abbr) in pairs]
-        self.scorer = Scorer(by_abbr, options.mode, options.rule_workers, self.progress)
+        self.scorer = Scorer(by_abbr, options.mode, options.rule_workers, self.progress,
+                             store=store)
         # Resolved now (when any dataset is judged), so a missing judge fails before
         # any request.
         self.judges = Judges(self.scorer.plans if self.scorer.judges else {}, store,

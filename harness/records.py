@@ -38,8 +38,11 @@ CompletionStatus = Literal["ok", "error"]
 #: ``missing``        ``--mode eval`` and no stored prediction: not scored.
 #: ``judge_unparsed`` a judge-only evaluation whose verdict could not be read: not scored;
 #: ``judge_error``    the judge call failed (judge-only or cascade): not scored, retried.
+#: ``sandbox_error``  the sandbox running generated code failed (not the code): not
+#:                    scored, retried on the next run.
 SampleStatus = Literal["ok", "extract_failed", "empty_reply", "timeout", "model_error",
-                       "eval_error", "missing", "judge_unparsed", "judge_error"]
+                       "eval_error", "missing", "judge_unparsed", "judge_error",
+                       "sandbox_error"]
 
 #: Outcome of judging one sample: a readable verdict, an unreadable one after the
 #: re-asks, or a call that failed for good (retried on the next run).

@@ -36,6 +36,8 @@ class Accumulator:
     details_path: Path | None = None
     judge_mode: str | None = None  # None, 'judge', 'cascade' or 'parallel'
     replicas: int = 1
+    #: The pass@k values to report with replicas (the evaluator's ``k``); None: 1, 2, 4, … n.
+    pass_k: tuple[int, ...] | None = None
     total: int = 0
     correct: int = 0
     scored: int = 0
@@ -172,7 +174,8 @@ class Accumulator:
             extract_rate = (100.0 * (self.scored - no_answer) / self.scored
                             if self.scored else None)
             if self.replicas > 1:
-                computed = replica_metrics(self._per_sample, self._per_replica, self.replicas)
+                computed = replica_metrics(self._per_sample, self._per_replica, self.replicas,
+                                           self.pass_k)
                 sample_ci = computed.pop("_sample_ci95")
                 if complete:
                     replicas, ci = computed, sample_ci
@@ -214,11 +217,12 @@ class Accumulator:
 
 
 def replica_metrics(per_sample: dict[int, list[int]], per_replica: dict[int, list[int]],
-                    replicas: int) -> dict[str, Any]:
+                    replicas: int, pass_k: tuple[int, ...] | None = None) -> dict[str, Any]:
     """avg@K, its standard error across replicas, per-replica accuracy and pass@k.
 
     ``pass@k`` is the unbiased estimator 1 - C(n-c, k) / C(n, k) averaged over samples
-    (n scored replicas of a sample, c of them correct), for k = 1, 2, 4, … and K. The
+    (n scored replicas of a sample, c of them correct), for k = 1, 2, 4, … and K, or
+    for the ``pass_k`` given (those not above K: a larger k cannot be estimated). The
     95% interval is over samples (each sample's mean correctness), since replicas of one
     sample are not independent.
     """
@@ -226,7 +230,8 @@ def replica_metrics(per_sample: dict[int, list[int]], per_replica: dict[int, lis
     mean = sum(rates) / len(rates) if rates else 0.0
     se = (math.sqrt(sum((r - mean) ** 2 for r in rates) / (len(rates) - 1) / len(rates))
           if len(rates) > 1 else 0.0)
-    ks = sorted({k for k in (1, 2, 4, 8, 16, 32, 64, 128) if k <= replicas} | {replicas})
+    ks = (sorted(k for k in pass_k if k <= replicas) if pass_k is not None else
+          sorted({k for k in (1, 2, 4, 8, 16, 32, 64, 128) if k <= replicas} | {replicas}))
     pass_at = {}
     for k in ks:
         values = [pass_at_k(n, c, k) for n, c in per_sample.values() if n >= k]

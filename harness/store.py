@@ -23,7 +23,7 @@ import sqlite3
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import aiosqlite
 
@@ -32,7 +32,10 @@ from .errors import (SchemaVersionError, StoreCorruptError, StoreError, WorkDirE
 from .keys import canonical_json
 from .records import Completion, VerdictRecord
 
-SCHEMA_VERSION = 2
+if TYPE_CHECKING:
+    from .sandbox import Execution
+
+SCHEMA_VERSION = 3
 DB_NAME = "harness.db"
 
 _SCHEMA = """
@@ -73,6 +76,16 @@ CREATE TABLE IF NOT EXISTS verdicts (
     requests INTEGER NOT NULL DEFAULT 0,
     prompt_tokens INTEGER NOT NULL DEFAULT 0,
     completion_tokens INTEGER NOT NULL DEFAULT 0,
+    updated REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS executions (
+    key TEXT PRIMARY KEY,
+    outcome TEXT NOT NULL CHECK (outcome IN ('passed', 'failed', 'timeout')),
+    exit_code INTEGER,
+    stdout TEXT NOT NULL,
+    stderr TEXT NOT NULL,
+    reason TEXT,
+    duration REAL NOT NULL,
     updated REAL NOT NULL
 );
 """
@@ -117,6 +130,10 @@ _MIGRATE_1_TO_2 = (
     "UPDATE predictions SET status = 'error', error = 'empty reply stored by an earlier "
     "version without retries; asked again' WHERE status = 'ok' AND trim(text, char(32, 9, 10, 13)) = ''",
 )
+
+
+# Schema 3 adds the executions table (created by _SCHEMA); nothing else changes.
+_MIGRATE_2_TO_3: tuple[str, ...] = ()
 
 
 class StoredPrediction(tuple):
@@ -259,6 +276,9 @@ class Store:
                                     (str(SCHEMA_VERSION),))
         elif row[0] == "1":
             await self._migrate(_MIGRATE_1_TO_2, 2)
+            await self._migrate(_MIGRATE_2_TO_3, 3)
+        elif row[0] == "2":
+            await self._migrate(_MIGRATE_2_TO_3, 3)
         elif row[0] != str(SCHEMA_VERSION):
             raise SchemaVersionError(
                 f"{self.path}: store schema version {row[0]} is not supported by this "
@@ -336,6 +356,35 @@ class Store:
                         for row in await cur.fetchall()}
         except sqlite3.Error as exc:
             raise self._error("reading verdicts failed", exc) from exc
+
+    async def lookup_execution(self, key: str) -> "Execution | None":
+        """The stored execution of a generated program under ``key``, if any."""
+        from .sandbox import Execution
+
+        sql = ("SELECT outcome, exit_code, stdout, stderr, reason, duration FROM executions "
+               "WHERE key = ?")
+        try:
+            async with self.conn.execute(sql, (key,)) as cur:
+                row = await cur.fetchone()
+        except sqlite3.Error as exc:
+            raise self._error("reading executions failed", exc) from exc
+        return None if row is None else Execution(*row)
+
+    async def write_execution(self, key: str, execution: "Execution") -> None:
+        """Commit one execution (never a ``sandbox_error``: that is retried).
+
+        One statement, so it commits on its own, or joins a batch of
+        ``write_completions`` in progress on this connection."""
+        if execution.outcome == "sandbox_error":
+            return
+        row = (key, execution.outcome, execution.exit_code, execution.stdout,
+               execution.stderr, execution.reason, execution.duration, time.time())
+        try:
+            await self.conn.execute(
+                "INSERT INTO executions VALUES (?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT(key) DO NOTHING", row)
+        except sqlite3.Error as exc:
+            raise self._error("writing an execution failed", exc) from exc
 
     async def write_completions(self, batch: Iterable[Completion | VerdictRecord]) -> None:
         """Commit a batch of fresh completions and verdicts in one transaction."""

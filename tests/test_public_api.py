@@ -15,16 +15,17 @@ import harness
 #: scripts import these names. Change this list only together with the README.
 PUBLIC_API = [
     # async API
-    "evaluate", "open_run", "Run", "RunReport", "ModelOverrides",
+    "evaluate", "open_run", "Run", "RunReport", "RunOptions", "ModelOverrides",
     # config vocabulary
     "CustomDataset", "RawPromptTemplate", "PromptTemplate", "ZeroRetriever", "GenInferencer",
     "OpenAISDK", "OpenAI", "load_config",
     # evaluators
     "AccEvaluator", "EMEvaluator", "MATHVerifyEvaluator", "SampleScoreEvaluator",
+    "HumanEvalEvaluator", "MBPPEvaluator",
     "BaseEvaluator", "EVALUATORS", "GenericLLMEvaluator", "CascadeEvaluator",
     "generic_llmjudge_postprocess", "judge_template", "parse_verdict",
     # postprocessors
-    "POSTPROCESSORS", "build_postprocessor", "first_option_postprocess",
+    "POSTPROCESSORS", "build_postprocessor", "humaneval_postprocess_v2", "first_option_postprocess",
     "last_option_postprocess", "first_capital_postprocess", "bbh_mcq_postprocess",
     "bbh_freeform_postprocess", "gsm8k_postprocess", "gsm8k_dataset_postprocess",
     "math_postprocess_v2", "extract_non_reasoning_content", "xml_tag_postprocessor",

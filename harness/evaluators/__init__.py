@@ -16,9 +16,11 @@ from .base import (
     build_evaluator,
 )
 from .llm import CascadeEvaluator, GenericLLMEvaluator, judge_plan
+from .code import HumanEvalEvaluator, MBPPEvaluator
 from .math_verify import MATHVerifyEvaluator
 from .rules import AccEvaluator, EMEvaluator
 
 __all__ = ["EVALUATORS", "EVALUATOR_KEYS", "AccEvaluator", "BaseEvaluator",
-           "CascadeEvaluator", "EMEvaluator", "GenericLLMEvaluator", "MATHVerifyEvaluator",
-           "SampleScoreEvaluator", "as_detail", "build_evaluator", "judge_plan"]
+           "CascadeEvaluator", "EMEvaluator", "GenericLLMEvaluator", "HumanEvalEvaluator",
+           "MATHVerifyEvaluator", "MBPPEvaluator", "SampleScoreEvaluator", "as_detail",
+           "build_evaluator", "judge_plan"]

@@ -34,6 +34,8 @@ class BaseEvaluator:
     """
 
     needs_worker: ClassVar[bool] = False
+    #: Evaluators that run programs (code) are awaited through ``ascore_sample``.
+    executes: ClassVar[bool] = False
     metric: ClassVar[str] = "accuracy"
     timeout: float = 30.0
 

@@ -8,7 +8,7 @@ extract rate counts it). Configs name them as in OpenCompass::
     pred_postprocessor=dict(type=first_option_postprocess, options='ABCD')
 
 Modules: :mod:`.options` (option letters), :mod:`.numbers` (GSM8K), :mod:`.math`
-(``\\boxed``), :mod:`.bbh`, :mod:`.general`, :mod:`.xml`, :mod:`.think`; the rules they
+(``\\boxed``), :mod:`.bbh`, :mod:`.code` (programs), :mod:`.general`, :mod:`.xml`, :mod:`.think`; the rules they
 share (``<think>`` removal, Unicode folding, grader appeals, self-corrections and
 hedges) live in :mod:`._text` and :mod:`._commit`.
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 from ._registry import POSTPROCESSORS
 from .bbh import bbh_freeform_postprocess, bbh_mcq_postprocess
 from .build import BoundPostprocessor, build_postprocessor, is_extraction_failure
+from .code import humaneval_postprocess_v2
 from .general import general_postprocess
 from .math import extract_boxed_answer, last_boxed_only_string, math_postprocess_v2
 from .numbers import gsm8k_dataset_postprocess, gsm8k_postprocess
@@ -38,6 +39,7 @@ __all__ = [
     "general_postprocess",
     "gsm8k_dataset_postprocess",
     "gsm8k_postprocess",
+    "humaneval_postprocess_v2",
     "is_extraction_failure",
     "last_boxed_only_string",
     "last_option_postprocess",

@@ -1,7 +1,9 @@
 """The rule stage: extract the answer, normalize the reference, apply the evaluator.
 
 Cheap evaluators run inline (microseconds); evaluators marked ``needs_worker``
-(math-verify) run in worker processes under a time limit. Every outcome, failures
+(math-verify) run in worker processes under a time limit; evaluators marked
+``executes`` (code) are awaited (``ascore_sample``), one sandboxed program per core at
+a time, with the store as their execution cache. Every outcome, failures
 included, becomes a ``SampleResult`` with a status: nothing is dropped and nothing
 fails silently. Samples the judge must see leave as a ``JudgeTask`` instead.
 
@@ -12,6 +14,7 @@ its ``ScoreOutlet``: a stream hop and a task switch cost more than the check.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from types import TracebackType
 from typing import Any, Callable, Mapping
@@ -45,7 +48,7 @@ class Scorer:
     """
 
     def __init__(self, datasets: Mapping[str, DatasetSpec], mode: str,
-                 workers: int | None, progress: Progress) -> None:
+                 workers: int | None, progress: Progress, store: Any = None) -> None:
         self.datasets = datasets
         self.mode = mode
         self.progress = progress
@@ -57,9 +60,15 @@ class Scorer:
         # next waiting in its pipe). Without them scoring never waits, so the stage
         # that holds a completion scores it.
         self.parallelism = self.pool.size * self.pool.depth if self.pool else 1
-        #: Whether ``score`` never waits (no worker processes): then callers score
-        #: inline instead of going through a score stage.
-        self.inline = self.pool is None
+        #: Where code evaluators find and keep executions (the run's ``Store``).
+        self.executions = store
+        executes = mode != "infer" and any(getattr(d.evaluator, "executes", False)
+                                           for d in datasets.values())
+        if executes:  # one sandboxed program per core
+            self.parallelism = max(self.parallelism, os.cpu_count() or 1)
+        #: Whether ``score`` never waits (no worker processes, no programs to run):
+        #: then callers score inline instead of going through a score stage.
+        self.inline = self.pool is None and not executes
 
     @property
     def judges(self) -> bool:
@@ -185,9 +194,20 @@ class Scorer:
             extracted = _apply(evaluator.pred_postprocessor, extracted, row)
         if is_extraction_failure(extracted):
             return result("extract_failed", extracted, reference, False)
+        if evaluator.executes:
+            detail = await evaluator.ascore_sample(extracted, reference, dict(row),
+                                                   self.executions)
+            if detail.get("outcome") == "sandbox_error":
+                return result("sandbox_error", detail.get("pred"), reference, None,
+                              detail.get("reason"), cause="the code sandbox failed")
+            if detail.get("outcome") == "timeout":
+                return result("timeout", detail.get("pred"), reference, False,
+                              detail.get("reason"), details={
+                                  k: v for k, v in detail.items()
+                                  if k not in ("pred", "answer", "correct")})
         # A check whose outcome is certain at once (math_fast) skips the worker.
-        fast = evaluator.fast_score(extracted, reference) if evaluator.needs_worker else None
-        if fast is not None:
+        elif (fast := evaluator.fast_score(extracted, reference)
+              if evaluator.needs_worker else None) is not None:
             detail = fast
         elif evaluator.needs_worker and self.pool is not None:
             try:

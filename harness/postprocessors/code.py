@@ -1,0 +1,172 @@
+"""``humaneval_postprocess_v2`` / ``code``: the Python program a reply contains.
+
+What models write, and what is kept:
+
+- ``<think>…</think>`` reasoning is dropped (an unclosed block: no answer, '');
+- MBPP's few-shot style ``[BEGIN] '…code…' [DONE]``: the code between the marks;
+- fenced blocks, tagged (```` ```python ````) or not: the block that defines the
+  entry point wins (the last one, if several do: a corrected version), else the first
+  Python block (as OpenCompass's ``humaneval_postprocess_v2`` does); a fence the reply
+  never closes (cut off) runs to the end;
+- unfenced code with prose before or after: from the first line that starts code to
+  the last line that still parses;
+- a bare continuation of the prompt (the function body only): kept as a body,
+  re-indented when the model lost the first line's indentation or all of it.
+
+A reply with no code is '' (an extraction failure). The entry point comes from the
+dataset row: HumanEval's ``entry_point``, or for MBPP the function its first test
+calls.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+import warnings
+from typing import Any, Mapping
+
+from ._registry import POSTPROCESSORS
+from ._text import as_text, strip_think
+
+_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_PYTHON_TAGS = {"", "python", "py", "python3", "py3", "pycon", "ipython"}
+_BEGIN_DONE = re.compile(r"\[BEGIN\]\s*(.*?)\s*(?:\[DONE\]|\Z)", re.DOTALL)
+_CODE_START = re.compile(r"^(?:def |async def |class |import |from \S+ import |@\w)")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_BUILTINS = set(dir(builtins))
+
+
+@POSTPROCESSORS.register("code", "humaneval_postprocess_v2", "humaneval-v2", "mbpp-code")
+def humaneval_postprocess_v2(text: Any, entry_point: str | None = None,
+                             test_item: Mapping[str, Any] | None = None) -> str:
+    """The program in ``text`` (see the module docstring); '' when there is none.
+
+    ``entry_point`` overrides the row's; ``test_item`` is the dataset row (for its
+    ``entry_point``, ``test_list`` and, to re-indent a continuation, ``prompt``).
+    """
+    raw = as_text(text)
+    if raw is None:
+        return ""
+    kept = strip_think(raw)
+    if kept is None or not kept.strip():
+        return ""
+    row = test_item or {}
+    name = entry_point or entry_point_of(row)
+    code = _select(kept, name)
+    if not code.strip():
+        return ""
+    # Only HumanEval's prompt is code that a body continues (MBPP's is the task's prose).
+    prompt = row.get("prompt") if isinstance(row.get("entry_point"), str) else None
+    if prompt is not None and not _defines(code, name) and _is_body(code):
+        code = _reindent(prompt, code)
+    return code
+
+
+def entry_point_of(row: Mapping[str, Any]) -> str | None:
+    """The function a row's tests call: HumanEval's ``entry_point``, else the first
+    non-builtin name called in MBPP's first ``test_list`` assertion."""
+    if isinstance(row.get("entry_point"), str):
+        return row["entry_point"]
+    tests = row.get("test_list")
+    if isinstance(tests, (list, tuple)) and tests and isinstance(tests[0], str):
+        for called in _CALL.findall(tests[0]):
+            if called not in _BUILTINS and called != "assert":
+                return called
+    return None
+
+
+def _select(text: str, name: str | None) -> str:
+    begin = _BEGIN_DONE.search(text)
+    if begin is not None:
+        return _unquote(begin.group(1))
+    blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(text)]
+    python = [body for tag, body in blocks if tag in _PYTHON_TAGS]
+    if python:
+        defining = [body for body in python if _defines(body, name)]
+        return defining[-1] if defining else python[0]
+    if blocks:
+        return ""  # only shell, output or another language: no Python program
+    return _unfenced(text)
+
+
+def _unquote(code: str) -> str:
+    """MBPP's prompt shows each solution as ``'...'`` between the marks."""
+    for quote in ("'''", '"""', "'", '"'):
+        if len(code) >= 2 * len(quote) and code.startswith(quote) and code.endswith(quote):
+            return code[len(quote):-len(quote)]
+    return code
+
+
+def _unfenced(text: str) -> str:
+    """Code written without fences: a body, or the parsing span from the first code line."""
+    if _is_body(text) and _fix_body("def _f():\n", text) is not None:
+        return text.rstrip() + "\n"
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if _CODE_START.match(line)]
+    if not starts:
+        return ""
+    start = starts[0]
+    for end in range(len(lines), start, -1):
+        candidate = "\n".join(lines[start:end])
+        if _parses(candidate):
+            return candidate.rstrip() + "\n"
+    return ""
+
+
+def _defines(code: str, name: str | None) -> bool:
+    if name is None:
+        return bool(re.search(r"^\s*(?:async\s+)?def\s+\w+", code, re.MULTILINE))
+    return bool(re.search(rf"^\s*(?:async\s+)?def\s+{re.escape(name)}\s*\(", code,
+                          re.MULTILINE))
+
+
+def _is_body(code: str) -> bool:
+    """Whether ``code`` looks like the rest of a function body: some indented line and
+    no top-level ``def``/``class``/``import`` first."""
+    first = next((line for line in code.splitlines() if line.strip()), "")
+    return not _CODE_START.match(first) and any(
+        line.startswith((" ", "\t")) for line in code.splitlines() if line.strip())
+
+
+def _parses(code: str) -> bool:
+    # An invalid escape ("\.") only warns when the program runs, but under a
+    # warnings-as-errors filter ast.parse raises SyntaxError for it: ignore warnings.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            ast.parse(code)
+        except (SyntaxError, ValueError):
+            return False
+    return True
+
+
+def _indent(code: str, everything: bool) -> str:
+    lines = code.splitlines()
+    if everything:
+        return "\n".join("    " + line if line.strip() else line for line in lines)
+    return code
+
+
+def _reindent(prompt: str, body: str) -> str:
+    """``body`` indented so that ``prompt + body`` parses, if a simple fix does."""
+    fixed = _fix_body(prompt, body)
+    return body if fixed is None else fixed
+
+
+def _fix_body(prompt: str, body: str) -> str | None:
+    """The first of: the body as written, its first line indented like the rest, all of
+    it indented by four, that parses after ``prompt``; None if none does."""
+    lines = body.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+    rest = [line for line in lines[first + 1:] if line.strip()]
+    candidates = [body]
+    if rest and not lines[first].startswith((" ", "\t")):
+        width = min(len(line) - len(line.lstrip()) for line in rest)
+        fixed = lines[:first] + [" " * width + lines[first]] + lines[first + 1:]
+        candidates.append("\n".join(fixed) + "\n")
+    candidates.append(_indent(body, True) + "\n")
+    for candidate in candidates:
+        if _parses(prompt + candidate):
+            return candidate
+    return None

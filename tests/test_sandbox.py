@@ -1,0 +1,89 @@
+"""The sandbox's outcomes: what a program's end maps to, and how a failing sandbox is
+told apart from a failing program."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from harness.sandbox import Limits, SandboxUnavailable, check_bwrap, resolve, run_program
+from harness.sandbox import run as run_module
+
+
+async def test_a_program_that_exits_zero_passed_and_its_output_is_kept():
+    run = await run_program("print('hello from the sandbox')")
+    assert (run.outcome, run.exit_code, run.stdout) == ("passed", 0, "hello from the sandbox\n")
+
+
+async def test_a_failing_assertion_is_a_failure_with_the_traceback_in_stderr():
+    run = await run_program("assert 1 + 1 == 3, 'arithmetic is broken'")
+    assert run.outcome == "failed" and run.exit_code == 1
+    assert "AssertionError: arithmetic is broken" in run.stderr
+
+
+async def test_a_non_zero_exit_is_a_failure_naming_the_status():
+    run = await run_program("import sys; sys.exit(7)")
+    assert (run.outcome, run.reason) == ("failed", "exit status 7")
+
+
+async def test_cpu_time_past_the_limit_is_a_timeout():
+    run = await run_program("while True: pass", Limits(cpu_time=1, wall_time=20))
+    assert (run.outcome, run.reason) == ("timeout", "CPU time limit")
+
+
+async def test_wall_clock_past_the_limit_is_a_timeout():
+    run = await run_program("import time; time.sleep(60)", Limits(wall_time=1))
+    assert (run.outcome, run.reason) == ("timeout", "wall-clock limit")
+
+
+async def test_the_tail_keeps_the_end_of_the_output():
+    run = await run_program("print('a' * 10000 + 'THE END')", Limits(tail=100))
+    assert run.stdout.endswith("THE END\n") and len(run.stdout) == 100
+
+
+async def test_a_sandbox_that_cannot_run_python_is_a_sandbox_error_not_a_failure(monkeypatch):
+    monkeypatch.setattr(run_module, "python_executable", lambda: "/nonexistent/python3")
+    run = await run_program("print(1)")
+    assert run.outcome == "sandbox_error"
+    assert "failed before the program ran" in run.reason
+
+
+async def test_a_program_printing_what_bwrap_prints_is_still_the_programs_failure():
+    # Only the launcher's marker decides: a program cannot pass itself off as a
+    # sandbox failure (which would leave it unscored and retried forever).
+    run = await run_program("import sys; print('bwrap: Creating new namespace failed', "
+                            "file=sys.stderr); sys.exit(1)")
+    assert run.outcome == "failed"
+
+
+def test_without_bwrap_harness_refuses_and_says_how_to_install_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv(run_module.UNSAFE_ENV, raising=False)
+    check_bwrap.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailable, match="apt-get install bubblewrap"):
+            resolve(None)
+    finally:
+        check_bwrap.cache_clear()
+
+
+def test_unsandboxed_execution_needs_the_opt_in_and_warns(monkeypatch, caplog):
+    monkeypatch.setattr(run_module._Uids, "warned", False)
+    monkeypatch.setenv(run_module.UNSAFE_ENV, "1")
+    with caplog.at_level(logging.WARNING):
+        assert resolve(None) == "none"
+    assert "WITHOUT a sandbox" in caplog.text
+    monkeypatch.setenv(run_module.UNSAFE_ENV, "0")
+    assert resolve(None) == "bwrap"
+
+
+async def test_the_unsafe_mode_runs_the_program_with_the_same_limits():
+    run = await run_program("while True: pass", Limits(cpu_time=1, wall_time=20),
+                            sandbox="none")
+    assert run.outcome == "timeout"
+
+
+def test_a_limit_must_be_positive():
+    with pytest.raises(ValueError, match="Limits.memory"):
+        Limits(memory=0)
