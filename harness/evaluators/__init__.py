@@ -9,12 +9,14 @@ from ..config_keys import construct
 from .base import EVALUATOR_KEYS, EVALUATORS, BaseEvaluator, SampleScoreEvaluator, as_detail
 from .math_verify import MATHVerifyEvaluator
 from .rules import AccEvaluator, EMEvaluator
+from .text import BleuEvaluator, NQEvaluator, RougeEvaluator, SquadEvaluator
 
 # Registers GenericLLMEvaluator and CascadeEvaluator by name; they live with the judge.
 from ..judge import evaluators as _judge_evaluators  # noqa: E402,F401
 
-__all__ = ["EVALUATORS", "AccEvaluator", "BaseEvaluator", "EMEvaluator",
-           "MATHVerifyEvaluator", "SampleScoreEvaluator", "as_detail", "build_evaluator"]
+__all__ = ["EVALUATORS", "AccEvaluator", "BaseEvaluator", "BleuEvaluator", "EMEvaluator",
+           "MATHVerifyEvaluator", "NQEvaluator", "RougeEvaluator", "SampleScoreEvaluator",
+           "SquadEvaluator", "as_detail", "build_evaluator"]
 
 
 def build_evaluator(cfg: Mapping[str, Any] | BaseEvaluator) -> BaseEvaluator:
