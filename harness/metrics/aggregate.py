@@ -69,7 +69,8 @@ class Filler:
         return self.fill(row, best=False)
 
 
-def _clustered(stat: Statistic, rows: Iterable[tuple[Any, Mapping[str, Any]]]) -> list[list[float]]:
+def clustered(stat: Statistic, rows: Iterable[tuple[Any, Mapping[str, Any]]]) -> list[list[float]]:
+    """``stat``'s numbers per sample index, summed over that index's replicas, in order."""
     sums: OrderedDict[Any, list[float]] = OrderedDict()
     for index, detail in rows:
         numbers = stat.row(detail)
@@ -98,11 +99,11 @@ def metric_values(evaluator: BaseEvaluator, rows: Iterable[Mapping[str, Any]],
     n = len(scored) + len(pending)
     for stat in stats:
         if not pending:
-            value, ci = stat.measure(_clustered(stat, scored), resamples, seed)
+            value, ci = stat.measure(clustered(stat, scored), resamples, seed)
             out[stat.name] = MetricValue(stat.name, value, ci, (stat.key,), n)
             continue
-        low = stat.scores_of(_clustered(stat, scored + worst))
-        high = stat.scores_of(_clustered(stat, scored + best))
+        low = stat.scores_of(clustered(stat, scored + worst))
+        high = stat.scores_of(clustered(stat, scored + best))
         out[stat.name] = MetricValue(stat.name, None, None, (stat.key,), n,
                                      bounds=(min(low, high), max(low, high)))
     return out
