@@ -53,7 +53,7 @@ def main() -> None:
         start = time.perf_counter()
         rows = rows_for(ev, preds, refs)
         per_sample = (time.perf_counter() - start) / len(rows)
-        seconds = best_of(lambda: metric_values(ev, rows))
+        seconds = best_of(lambda ev=ev, rows=rows: metric_values(ev, rows))
         values = metric_values(ev, rows)
         shown = ", ".join(f"{k}={v.cell()}" for k, v in values.items())
         print(f"{name}: {len(rows)} samples, score_sample {1e6 * per_sample:.0f} µs each, "

@@ -120,3 +120,15 @@ async def test_shipped_translation_run_recomputes_with_sacrebleu(tmp_path):
         sacrebleu.corpus_chrf(hyps, refs).score, abs=1e-4)
     low, high = entry["metrics"]["bleu"]["ci95"]
     assert low < entry["metrics"]["bleu"]["value"] < high
+
+
+def test_the_registry_does_not_import_the_metric_libraries():
+    # Every CLI start imports the evaluator registry; rouge-score pulls in nltk (seconds).
+    import subprocess
+    import sys
+
+    code = ("import sys, harness.evaluators; print(sorted(m for m in "
+            "('sacrebleu', 'rouge_score', 'nltk') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"

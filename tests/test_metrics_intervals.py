@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 
 from harness.metrics import Statistic
-from harness.metrics.intervals import bootstrap_interval, paired_bootstrap_interval, ratio_of_sums
+from harness.metrics.intervals import (
+    bootstrap_interval,
+    paired_bootstrap_interval,
+    ratio_of_sums,
+)
 from harness.results import wilson_bounds
 
 MEAN = Statistic("f1", "f1", "mean")

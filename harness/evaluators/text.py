@@ -4,17 +4,23 @@ Each ``score_sample`` returns the per-sample fields its metrics are computed fro
 ``statistics()``) plus ``score``, the primary metric's per-sample value. ``correct`` is
 given only where the metric is a 0/1 judgement (exact match); BLEU and ROUGE have none.
 A reference may be one string or a list of them (several references).
+
+sacrebleu, rouge-score (which imports nltk: seconds) and numpy are imported when an
+evaluator is built, not with this module: every CLI start imports the registry.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
-from ..metrics import Statistic
-from ..metrics.bleu import bleu, chrf, corpus_statistic
-from ..metrics.rouge import ROUGE_TYPES, Rouge
 from ..metrics.text import best_over_references, exact_match, token_f1
 from .base import EVALUATORS, BaseEvaluator
+
+if TYPE_CHECKING:
+    from ..metrics import Statistic
+
+#: ROUGE types reported by RougeEvaluator (``harness.metrics.rouge.ROUGE_TYPES``).
+_ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
 
 def _text(value: Any) -> str:
@@ -42,6 +48,8 @@ class BleuEvaluator(BaseEvaluator):
     def __init__(self, tokenize: str | None = None, lowercase: bool = False,
                  chrf_word_order: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        from ..metrics.bleu import bleu, chrf
+
         try:
             self._bleu = bleu(tokenize, lowercase)
             self._chrf = chrf(chrf_word_order, lowercase)
@@ -50,6 +58,8 @@ class BleuEvaluator(BaseEvaluator):
 
     def statistics(self) -> tuple[Statistic, ...]:
         """Corpus BLEU, then corpus chrF."""
+        from ..metrics.bleu import corpus_statistic
+
         return (corpus_statistic("bleu", "bleu_stats", self._bleu),
                 corpus_statistic("chrf", "chrf_stats", self._chrf))
 
@@ -78,11 +88,16 @@ class RougeEvaluator(BaseEvaluator):
 
     def __init__(self, use_stemmer: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        from ..metrics.rouge import ROUGE_TYPES, Rouge
+
+        assert ROUGE_TYPES == _ROUGE_TYPES
         self._rouge = Rouge(use_stemmer=bool(use_stemmer))
 
     def statistics(self) -> tuple[Statistic, ...]:
         """The mean F-measure of each ROUGE type."""
-        return tuple(Statistic(name, name, "mean") for name in ROUGE_TYPES)
+        from ..metrics import Statistic
+
+        return tuple(Statistic(name, name, "mean") for name in _ROUGE_TYPES)
 
     def score_sample(self, prediction: Any, reference: Any,
                      test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -103,6 +118,8 @@ class SquadEvaluator(BaseEvaluator):
 
     def statistics(self) -> tuple[Statistic, ...]:
         """Mean token F1, then exact match (a proportion)."""
+        from ..metrics import Statistic
+
         return (Statistic("f1", "f1", "mean"), Statistic("em", "em", "proportion"))
 
     def answer(self, prediction: Any) -> str:
@@ -137,6 +154,8 @@ class NQEvaluator(SquadEvaluator):
 
     def statistics(self) -> tuple[Statistic, ...]:
         """Exact match, mean token F1, then OpenCompass's containment score."""
+        from ..metrics import Statistic
+
         return (Statistic("em", "em", "proportion"), Statistic("f1", "f1", "mean"),
                 Statistic("contains", "contains", "proportion"))
 
