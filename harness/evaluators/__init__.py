@@ -19,8 +19,10 @@ from .llm import CascadeEvaluator, GenericLLMEvaluator, judge_plan
 from .code import HumanEvalEvaluator, MBPPEvaluator
 from .math_verify import MATHVerifyEvaluator
 from .rules import AccEvaluator, EMEvaluator
+from .text import BleuEvaluator, NQEvaluator, RougeEvaluator, SquadEvaluator
 
-__all__ = ["EVALUATORS", "EVALUATOR_KEYS", "AccEvaluator", "BaseEvaluator",
+__all__ = ["EVALUATORS", "EVALUATOR_KEYS", "AccEvaluator", "BaseEvaluator", "BleuEvaluator",
            "CascadeEvaluator", "EMEvaluator", "GenericLLMEvaluator", "HumanEvalEvaluator",
-           "MATHVerifyEvaluator", "MBPPEvaluator", "SampleScoreEvaluator", "as_detail",
-           "build_evaluator", "judge_plan"]
+           "MATHVerifyEvaluator", "MBPPEvaluator", "NQEvaluator", "RougeEvaluator",
+           "SampleScoreEvaluator", "SquadEvaluator", "as_detail", "build_evaluator",
+           "judge_plan"]

@@ -8,10 +8,13 @@ pipeline aggregates. ``score`` keeps the OpenCompass batch interface for library
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, ClassVar, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 from ..config_keys import accepted_keywords, check_keys, construct, positive, within
 from ..registry import Registry
+
+if TYPE_CHECKING:
+    from ..metrics import MetricValue, Statistic
 
 #: Evaluators by name; configs may also give the class itself as ``type``.
 EVALUATORS: Registry[Any] = Registry("evaluator")
@@ -61,19 +64,43 @@ class BaseEvaluator:
         run ``score_sample``."""
         return None
 
+    def statistics(self) -> tuple[Statistic, ...]:
+        """The metrics this evaluator reports, primary first: by default the percentage
+        of ``correct`` samples under ``metric``'s name, with a Wilson interval."""
+        from ..metrics import Statistic
+
+        return (Statistic(self.metric, "correct", "proportion"),)
+
+    def aggregate(self, details: Sequence[Mapping[str, Any]],
+                  name: str | None = None) -> MetricValue:
+        """One metric (the primary one by default) over scored per-sample details,
+        with its 95% interval; see ``harness.metrics.aggregate`` for whole runs."""
+        from ..metrics.aggregate import aggregate_details
+
+        stats = self.statistics()
+        chosen = stats[0] if name is None else next((s for s in stats if s.name == name), None)
+        if chosen is None:
+            raise KeyError(f"{type(self).__name__} reports no metric {name!r}; "
+                           f"it reports {', '.join(s.name for s in stats)}")
+        return aggregate_details(chosen, details)
+
     def warm_up(self) -> None:
         """Prepare a worker process (imports, caches) before it scores samples."""
 
     def score(self, predictions: list[Any], references: list[Any],
               test_set: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
-        """OpenCompass's batch interface: ``{metric: percent, 'details': [...]}``."""
+        """OpenCompass's batch interface: ``{metric: value, …, 'details': [...]}``,
+        one entry per metric of ``statistics()`` (percent; 0.0 for no samples)."""
         if len(predictions) != len(references):
             return {"error": "predictions and references have different lengths"}
         items = list(test_set) if test_set is not None else [None] * len(predictions)
         details = [self.score_sample(p, r, t) for p, r, t in zip(predictions, references, items)]
-        correct = sum(bool(d["correct"]) for d in details)
-        return {self.metric: 100.0 * correct / len(details) if details else 0.0,
-                "details": details}
+        out: dict[str, Any] = {}
+        for stat in self.statistics():
+            value = self.aggregate(details, stat.name).value if details else None
+            out[stat.name] = 0.0 if value is None else value
+        out["details"] = details
+        return out
 
 
 def as_detail(result: Any, prediction: Any, reference: Any) -> dict[str, Any]:

@@ -1,0 +1,178 @@
+"""Text-metric evaluators under OpenCompass's names: BLEU/chrF, ROUGE, SQuAD and NQ EM/F1.
+
+Each ``score_sample`` returns the per-sample fields its metrics are computed from (see
+``statistics()``) plus ``score``, the primary metric's per-sample value. ``correct`` is
+given only where the metric is a 0/1 judgement (exact match); BLEU and ROUGE have none.
+A reference may be one string or a list of them (several references).
+
+sacrebleu, rouge-score (which imports nltk: seconds) and numpy are imported when an
+evaluator is built, not with this module: every CLI start imports the registry.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ..metrics.text import best_over_references, exact_match, token_f1
+from .base import EVALUATORS, BaseEvaluator
+
+if TYPE_CHECKING:
+    from ..metrics import Statistic
+
+#: ROUGE types reported by RougeEvaluator (``harness.metrics.rouge.ROUGE_TYPES``).
+_ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _references(reference: Any) -> list[str]:
+    if isinstance(reference, (list, tuple)):
+        return [_text(r) for r in reference]
+    return [] if reference is None else [_text(reference)]
+
+
+@EVALUATORS.register("BleuEvaluator")
+class BleuEvaluator(BaseEvaluator):
+    """sacrebleu BLEU (primary) and chrF, as corpus scores over all outputs.
+
+    ``tokenize`` is sacrebleu's tokenizer (default ``13a``; ``'zh'``, ``'ja-mecab'``,
+    ``'char'`` …), ``lowercase`` its case folding; ``chrf_word_order=2`` makes chrF
+    chrF++. Per sample: ``bleu`` and ``chrf`` sentence scores (for reading) and
+    ``bleu_stats``/``chrf_stats``, the sentence statistics the corpus scores sum.
+    """
+
+    metric = "bleu"
+
+    def __init__(self, tokenize: str | None = None, lowercase: bool = False,
+                 chrf_word_order: int = 0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        from ..metrics.bleu import bleu, chrf
+
+        try:
+            self._bleu = bleu(tokenize, lowercase)
+            self._chrf = chrf(chrf_word_order, lowercase)
+        except (AssertionError, KeyError, ValueError) as exc:  # sacrebleu's own checks
+            raise ValueError(f"BleuEvaluator: {exc or 'invalid sacrebleu option'}") from exc
+
+    def statistics(self) -> tuple[Statistic, ...]:
+        """Corpus BLEU, then corpus chrF."""
+        from ..metrics.bleu import corpus_statistic
+
+        return (corpus_statistic("bleu", "bleu_stats", self._bleu),
+                corpus_statistic("chrf", "chrf_stats", self._chrf))
+
+    def score_sample(self, prediction: Any, reference: Any,
+                     test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Sentence statistics and scores of one output against its references."""
+        refs = _references(reference)
+        bleu_stats = self._bleu.stats(_text(prediction), refs)
+        chrf_stats = self._chrf.stats(_text(prediction), refs)
+        sentence = self._bleu.sentence_score(bleu_stats)
+        return {"pred": prediction, "answer": reference, "score": sentence,
+                "bleu": sentence, "chrf": self._chrf.sentence_score(chrf_stats),
+                "bleu_stats": bleu_stats, "chrf_stats": chrf_stats}
+
+
+@EVALUATORS.register("RougeEvaluator")
+class RougeEvaluator(BaseEvaluator):
+    """rouge-score ROUGE-1 (primary), ROUGE-2 and ROUGE-L F-measures, in percent.
+
+    The aggregate is the mean of the per-sample F-measures; with several references
+    each sample takes the best one (rouge-score's ``score_multi``). ``use_stemmer`` is
+    rouge-score's Porter stemming (off by default, as in OpenCompass).
+    """
+
+    metric = "rouge1"
+
+    def __init__(self, use_stemmer: bool = False, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        from ..metrics.rouge import ROUGE_TYPES, Rouge
+
+        assert ROUGE_TYPES == _ROUGE_TYPES
+        self._rouge = Rouge(use_stemmer=bool(use_stemmer))
+
+    def statistics(self) -> tuple[Statistic, ...]:
+        """The mean F-measure of each ROUGE type."""
+        from ..metrics import Statistic
+
+        return tuple(Statistic(name, name, "mean") for name in _ROUGE_TYPES)
+
+    def score_sample(self, prediction: Any, reference: Any,
+                     test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Each ROUGE type's F-measure of one output, best over its references."""
+        scores = self._rouge.score(_text(prediction), _references(reference))
+        return {"pred": prediction, "answer": reference, "score": scores["rouge1"], **scores}
+
+
+@EVALUATORS.register("SquadEvaluator")
+class SquadEvaluator(BaseEvaluator):
+    """SQuAD v1.1 token F1 (primary, as OpenCompass's ``SquadEvaluator``) and exact match.
+
+    The prediction's first line is scored (as OpenCompass does); both use the official
+    normalization and the best score over the references. ``correct`` is exact match.
+    """
+
+    metric = "f1"
+
+    def statistics(self) -> tuple[Statistic, ...]:
+        """Mean token F1, then exact match (a proportion)."""
+        from ..metrics import Statistic
+
+        return (Statistic("f1", "f1", "mean"), Statistic("em", "em", "proportion"))
+
+    def answer(self, prediction: Any) -> str:
+        """The part of the output that is scored: its first line."""
+        return _text(prediction).strip().split("\n")[0]
+
+    def score_sample(self, prediction: Any, reference: Any,
+                     test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """EM and F1 (percent) of one answer, best over the references."""
+        answer, refs = self.answer(prediction), _references(reference)
+        em = best_over_references(exact_match, answer, refs)
+        f1 = best_over_references(token_f1, answer, refs)
+        detail = {"pred": prediction, "answer": reference, "correct": em == 100.0,
+                  "em": em, "f1": f1}
+        detail["score"] = detail[self.metric]
+        return detail
+
+
+@EVALUATORS.register("NQEvaluator", "TriviaQAEvaluator")
+class NQEvaluator(SquadEvaluator):
+    """Open-domain QA (NQ-open, TriviaQA): exact match (primary), token F1, ``contains``.
+
+    The answer is read as OpenCompass's NQ/TriviaQA evaluators read it: the first line,
+    from after its last "answer is". EM and F1 then use the official SQuAD
+    normalization (the standard NQ-open metric). ``contains`` is OpenCompass's
+    ``NQEvaluator`` score: some reference, after ``general_postprocess``, occurs in the
+    answer after ``general_postprocess`` (a lenient substring match; 'ten' is found in
+    'often'). ``correct`` is exact match.
+    """
+
+    metric = "em"
+
+    def statistics(self) -> tuple[Statistic, ...]:
+        """Exact match, mean token F1, then OpenCompass's containment score."""
+        from ..metrics import Statistic
+
+        return (Statistic("em", "em", "proportion"), Statistic("f1", "f1", "mean"),
+                Statistic("contains", "contains", "proportion"))
+
+    def answer(self, prediction: Any) -> str:
+        """The first line, from after its last "answer is" (case-insensitive)."""
+        line = super().answer(prediction)
+        cut = line.lower().rfind("answer is")
+        return line[cut + len("answer is"):] if cut >= 0 else line
+
+    def score_sample(self, prediction: Any, reference: Any,
+                     test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """EM, F1 and containment of one answer, best over the references."""
+        from ..postprocessors import general_postprocess
+
+        detail = super().score_sample(prediction, reference, test_item)
+        answer = general_postprocess(self.answer(prediction))
+        refs = [general_postprocess(r) for r in _references(reference)]
+        # An empty normalized reference would be "in" every answer.
+        detail["contains"] = bool(answer) and any(r and r in answer for r in refs)
+        return detail

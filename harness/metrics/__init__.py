@@ -1,0 +1,31 @@
+"""Metrics beyond accuracy: SQuAD EM/F1, BLEU and chrF (sacrebleu), ROUGE (rouge-score),
+and their 95% intervals (Wilson, or a seeded bootstrap over samples; paired for two runs).
+
+One concept per module: ``text`` (SQuAD normalization, EM, F1), ``bleu`` (sacrebleu
+corpus statistics), ``rouge`` (rouge-score), ``statistic`` (how a metric is summed
+and scored), ``intervals`` (bootstrap), ``value`` (the ``MetricValue`` record),
+``aggregate`` (a run's details rows → its metrics), ``paired`` (two runs → differences).
+
+Names are loaded on first use (PEP 562): the evaluator registry imports ``text``
+at every start, and numpy only loads when a metric is aggregated.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .statistic import ACCURACY, Statistic
+    from .value import MetricValue
+
+_EXPORTS = {"ACCURACY": "statistic", "Statistic": "statistic", "MetricValue": "value"}
+
+__all__ = ["ACCURACY", "MetricValue", "Statistic"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harness.metrics' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -1,0 +1,77 @@
+"""Bootstrap and Wilson intervals: coverage on a known case, determinism, pairing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.metrics import Statistic
+from harness.metrics.intervals import (
+    bootstrap_interval,
+    paired_bootstrap_interval,
+    ratio_of_sums,
+)
+from harness.results import wilson_bounds
+
+MEAN = Statistic("f1", "f1", "mean")
+
+
+def mean_rows(values):
+    return np.column_stack([values, np.ones(len(values))])
+
+
+def test_bootstrap_covers_a_known_mean_about_95_percent_of_the_time():
+    # Samples of an exponential with mean 50: the interval should hold 50 in ~95% of runs.
+    rng = np.random.default_rng(7)
+    hits = 0
+    trials = 300
+    for trial in range(trials):
+        values = rng.exponential(50.0, size=80)
+        low, high = bootstrap_interval(mean_rows(values), ratio_of_sums, resamples=400,
+                                       seed=trial)
+        hits += low <= 50.0 <= high
+    assert 0.89 <= hits / trials <= 0.99
+
+
+def test_bootstrap_matches_the_normal_interval_for_a_large_sample():
+    values = np.random.default_rng(1).uniform(0, 100, size=3000)
+    low, high = bootstrap_interval(mean_rows(values), ratio_of_sums)
+    half = 1.96 * values.std(ddof=1) / np.sqrt(len(values))
+    assert low == pytest.approx(values.mean() - half, abs=0.25)
+    assert high == pytest.approx(values.mean() + half, abs=0.25)
+
+
+def test_bootstrap_is_deterministic_for_a_seed():
+    rows = mean_rows(np.arange(100.0))
+    assert bootstrap_interval(rows, ratio_of_sums) == bootstrap_interval(rows, ratio_of_sums)
+    assert bootstrap_interval(rows, ratio_of_sums, seed=1) != bootstrap_interval(rows, ratio_of_sums)
+
+
+def test_proportion_uses_wilson():
+    rows = [[100.0, 1.0]] * 8 + [[0.0, 1.0]] * 2
+    value, ci = Statistic("em", "em", "proportion").measure(rows)
+    low, high = wilson_bounds(8, 10)
+    assert value == pytest.approx(80.0) and ci == pytest.approx((100 * low, 100 * high))
+
+
+def test_paired_interval_of_a_constant_shift_is_the_shift():
+    a = np.random.default_rng(3).uniform(0, 90, size=500)
+    low, high = paired_bootstrap_interval(mean_rows(a), mean_rows(a + 5.0), ratio_of_sums)
+    assert low == pytest.approx(5.0) and high == pytest.approx(5.0)
+
+
+def test_paired_interval_is_narrower_than_unpaired_when_runs_agree():
+    rng = np.random.default_rng(4)
+    a = rng.uniform(0, 100, size=400)
+    b = np.clip(a + rng.normal(1.0, 3.0, size=400), 0, 100)
+    low, high = paired_bootstrap_interval(mean_rows(a), mean_rows(b), ratio_of_sums)
+    la, ha = bootstrap_interval(mean_rows(a), ratio_of_sums)
+    assert low < b.mean() - a.mean() < high
+    assert high - low < (ha - la) / 3
+
+
+def test_empty_or_mismatched_input_is_an_error():
+    with pytest.raises(ValueError):
+        bootstrap_interval(np.empty((0, 2)), ratio_of_sums)
+    with pytest.raises(ValueError):
+        paired_bootstrap_interval(mean_rows([1.0]), mean_rows([1.0, 2.0]), ratio_of_sums)
