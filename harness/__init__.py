@@ -24,7 +24,7 @@ _EXPORTS: dict[str, str] = {
     "ModelOverrides": "models",
     # config vocabulary
     "CustomDataset": "dataset", "RawPromptTemplate": "prompt", "PromptTemplate": "prompt",
-    "ZeroRetriever": "config", "GenInferencer": "config", "OpenAISDK": "config",
+    "ZeroRetriever": "config", "GenInferencer": "config", "PPLInferencer": "ppl", "OpenAISDK": "config",
     "OpenAI": "config", "load_config": "config",
     # evaluators
     "AccEvaluator": "evaluators", "EMEvaluator": "evaluators",

@@ -96,6 +96,7 @@ class Pipeline:
         self.progress = progress or Progress()
         self._out: ObjectSendStream[SampleResult] | None = None
         self.clients: dict[str, ModelClient] = {}
+        self._ppl: Any = None  # harness.ppl.PPLRunner, made for the first PPL sample
         self.scorer = Scorer(self.datasets, options.mode, options.rule_workers, self.progress)
         self.judges: dict[str, Any] = {}  # dataset abbr → JudgeRunner
         self.endpoints: dict[str, Any] = {}
@@ -296,6 +297,9 @@ class Pipeline:
         stage = self.progress.model
         async with receive, score_send, store_send, judge_send:
             while (sample := await _receive(receive)) is not None:
+                if self.datasets[sample.dataset].ppl is not None:
+                    await self._call_ppl(sample, score_send, store_send, judge_send)
+                    continue
                 client = self.clients.get(sample.model) or await self._client(sample.model)
                 try:
                     # A PermanentModelError (bad key, unknown model) ends the run here.
@@ -315,6 +319,33 @@ class Pipeline:
                                             False, result.reasoning)
                 await _send(store_send, completion)
                 await self._scored(completion, score_send, judge_send)
+
+    async def _call_ppl(self, sample: Sample, score_send: ObjectSendStream[Completion],
+                        store_send: ObjectSendStream[Completion],
+                        judge_send: ObjectSendStream[JudgeTask]) -> None:
+        """A PPL sample: candidate likelihoods (``harness.ppl``) instead of a generation.
+        Its rows go to the store; the completion (the chosen label) is scored."""
+        from .ppl import PPLRunner
+
+        if self._ppl is None:
+            self._ppl = PPLRunner(self.store)
+        model = self.models[sample.model]
+
+        async def client() -> ModelClient:  # started only if a request is needed
+            return self.clients.get(sample.model) or await self._client(sample.model)
+
+        completion, rows = await self._ppl.complete(sample, self.datasets[sample.dataset],
+                                                    model.identity(), client)
+        for row in rows:
+            await _send(store_send, row)
+        stage = self.progress.model
+        if completion.cached:
+            self.progress.cached += 1
+        elif completion.status == "ok":
+            stage.done += 1
+        else:
+            stage.failed += 1
+        await self._scored(completion, score_send, judge_send)
 
     async def _scored(self, completion: Completion, score_send: ObjectSendStream[Completion],
                       judge_send: ObjectSendStream[JudgeTask]) -> None:
