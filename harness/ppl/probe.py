@@ -47,8 +47,9 @@ async def probe(client: ModelClient, api: str, top: int, wanted: str) -> frozens
     if wanted == "next_token" or (wanted == "auto" and not offered):
         path = "/completions" if api == "completions" else "/chat/completions"
         asked = "logprobs" if api == "completions" else "logprobs=true, top_logprobs"
-        found = await _ask(client, next_token_body(model, PROBE_TEXT.rsplit(" ", 1)[0], top,
-                                                   api), path, read_top)
+        context = PROBE_TEXT.rsplit(" ", 1)[0]
+        request = context if api == "completions" else [{"role": "user", "content": context}]
+        found = await _ask(client, next_token_body(model, request, top, api), path, read_top)
         if isinstance(found, dict):
             offered.add("next_token")
         else:

@@ -38,7 +38,8 @@ class PPLRunner:
 
     def __init__(self, store: Any) -> None:
         self.store = store
-        self._methods: dict[int, frozenset[str]] = {}  # id(client) → what it offers
+        # id(client) → what it offers, or why it offers nothing
+        self._methods: dict[int, frozenset[str] | UnsupportedLikelihoodError] = {}
         self._lock = anyio.Lock()
 
     async def complete(self, sample: Sample, dataset: Any, identity: Mapping[str, Any],
@@ -74,8 +75,13 @@ class PPLRunner:
         async with self._lock:  # one probe per endpoint, however many workers ask
             offered = self._methods.get(id(client))
             if offered is None:
-                offered = await probe(client, plan.api, top, wanted)
+                try:
+                    offered = await probe(client, plan.api, top, wanted)
+                except UnsupportedLikelihoodError as exc:
+                    offered = exc  # every waiting worker gets the same answer
                 self._methods[id(client)] = offered
+        if isinstance(offered, UnsupportedLikelihoodError):
+            raise offered
         for method in (("echo", "next_token") if wanted == "auto" else (wanted,)):
             if method in offered and (method != "echo" or plan.api == "completions"):
                 return method
