@@ -25,11 +25,13 @@ _EXPORTS: dict[str, str] = {
     "ModelOverrides": "models",
     # config vocabulary
     "CustomDataset": "dataset", "RawPromptTemplate": "prompt", "PromptTemplate": "prompt",
-    "ZeroRetriever": "config", "GenInferencer": "config", "OpenAISDK": "config",
-    "OpenAI": "config", "load_config": "config",
+    "ZeroRetriever": "config", "GenInferencer": "config", "PPLInferencer": "ppl",
+    "OpenAISDK": "config", "OpenAI": "config", "load_config": "config",
     # evaluators
     "AccEvaluator": "evaluators", "EMEvaluator": "evaluators",
     "MATHVerifyEvaluator": "evaluators", "SampleScoreEvaluator": "evaluators",
+    "BleuEvaluator": "evaluators", "RougeEvaluator": "evaluators",
+    "SquadEvaluator": "evaluators", "NQEvaluator": "evaluators",
     "HumanEvalEvaluator": "evaluators", "MBPPEvaluator": "evaluators",
     "BaseEvaluator": "evaluators", "EVALUATORS": "evaluators",
     "GenericLLMEvaluator": "evaluators", "CascadeEvaluator": "evaluators",

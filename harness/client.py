@@ -11,7 +11,7 @@ every generation parameter goes into the body as given, so server-specific field
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .breaker import BreakerPolicy, CircuitBreaker
 from .errors import EndpointDownError, ModelCallError
@@ -154,6 +154,34 @@ class ModelClient:
         self.stats.completion_tokens += result.completion_tokens
         return CallResult(result.text, result.finish_reason, result.prompt_tokens,
                           result.completion_tokens, tries, result.logprobs, result.reasoning)
+
+    async def post_json(self, body: Mapping[str, Any], path: str,
+                        read: Callable[[Any], Any] = lambda data: data) -> tuple[Any, int]:
+        """POST ``body`` to ``path`` under the same slots, pacing and retry policy as
+        ``complete``; ``(read(reply JSON), attempts)``. For replies ``complete`` does not
+        read (likelihoods: ``harness.ppl``): ``read`` raises ``BadResponse`` for a reply
+        worth asking again. Raises ``ModelCallError`` for good."""
+
+        async def send() -> Any:
+            if self.limiter is not None:
+                await self.limiter.acquire(0)
+            if self._counts is not None:
+                self._counts.in_flight += 1
+            try:
+                return read(await self._transport.post(path, body))
+            finally:
+                if self._counts is not None:
+                    self._counts.in_flight -= 1
+
+        async def attempt() -> Any:
+            async with self._slots:
+                return await send()
+
+        try:
+            return await self.policy.call(send if self._slots is None else attempt,
+                                          self.stats, self._description, self.breaker, body)
+        except ModelCallError as exc:
+            raise self.redacted(exc) from None
 
     async def list_models(self) -> list[str]:
         """The model names the endpoint serves (``GET /models``), under the same policy."""

@@ -25,6 +25,7 @@ from .evaluators import BaseEvaluator, build_evaluator
 from .gen_params import check_gen_params
 from .models import GEN_KEYS, TOKEN_LIMIT_KEYS, model_settings
 from .postprocessors import build_postprocessor
+from .ppl.inferencer import PPLInferencer
 from .prompt import RawPromptTemplate
 
 #: Keys of a dataset dict.
@@ -124,6 +125,10 @@ class DatasetSpec:
     n: int = 1
     test_range: slice = field(default_factory=lambda: slice(None))
     skip_missing_reference: bool = False
+    #: Set for likelihood evaluation (``PPLInferencer``): ``template`` is then a
+    #: ``harness.ppl.template.CandidatePromptTemplate`` and the model stage asks for
+    #: likelihoods (``harness.ppl``) instead of a generation.
+    ppl: PPLInferencer | None = None
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,8 @@ def _dataset(cfg: Any, base: Path) -> DatasetSpec:
     with within("infer_cfg"):
         template = _component(infer_cfg, "prompt_template", RawPromptTemplate, required=True)
         _component(infer_cfg, "retriever", ZeroRetriever)
-        inferencer = _component(infer_cfg, "inferencer", GenInferencer)
+        inferencer = _component(infer_cfg, "inferencer", _inferencer_kind(infer_cfg))
+        ppl = _check_ppl(inferencer, template)
     with within("eval_cfg"):
         pred_pp = _guarded("pred_postprocessor", build_postprocessor, eval_cfg)
         ref_pp = _guarded("dataset_postprocessor", build_postprocessor, eval_cfg)
@@ -217,8 +223,45 @@ def _dataset(cfg: Any, base: Path) -> DatasetSpec:
     n = positive(cfg.get("n", 1), "n", int)
     abbr = str(cfg.get("abbr") or Path(str(cfg["path"])).stem)
     _check_reference(evaluator, output_column, abbr)
+    if ppl is not None:
+        _check_ppl_evaluator(evaluator)
     return DatasetSpec(abbr, reader, columns, output_column, template, inferencer.gen_params(),
-                       pred_pp, ref_pp, evaluator, n, test_range, skip)
+                       pred_pp, ref_pp, evaluator, n, test_range, skip, ppl)
+
+
+def _inferencer_kind(infer_cfg: Mapping[str, Any]) -> type:
+    """``PPLInferencer`` where the config names it, else ``GenInferencer``."""
+    cfg = infer_cfg.get("inferencer")
+    given = cfg.get("type") if isinstance(cfg, Mapping) else cfg
+    ppl = isinstance(given, PPLInferencer) or (isinstance(given, type)
+                                               and issubclass(given, PPLInferencer))
+    return PPLInferencer if ppl else GenInferencer
+
+
+def _check_ppl(inferencer: Any, template: RawPromptTemplate) -> PPLInferencer | None:
+    """The PPL settings of a dataset; a template with one prompt per label needs
+    ``PPLInferencer`` and ``PPLInferencer`` needs such a template."""
+    from .ppl.template import CandidatePromptTemplate
+
+    if isinstance(inferencer, PPLInferencer):
+        inferencer.labels = inferencer.check_template(template)
+        return inferencer
+    if isinstance(template, CandidatePromptTemplate):
+        raise ConfigError("a template with one prompt per label "
+                          f"({', '.join(template.labels)}) is scored by likelihood: use "
+                          "inferencer=dict(type=PPLInferencer)", field="inferencer")
+    return None
+
+
+def _check_ppl_evaluator(evaluator: BaseEvaluator | None) -> None:
+    """A PPL prediction is a label: it is compared with the gold label by a rule
+    evaluator (``AccEvaluator``); a judge has no reply to read."""
+    from .judge.evaluators import CascadeEvaluator, GenericLLMEvaluator
+
+    if isinstance(evaluator, (GenericLLMEvaluator, CascadeEvaluator)):
+        raise ConfigError(f"{type(evaluator).__name__} grades a written reply; a PPL "
+                          "dataset predicts a label: use AccEvaluator",
+                          field="eval_cfg.evaluator")
 
 
 def _section(cfg: Mapping[str, Any], name: str, known: tuple[str, ...],
@@ -320,7 +363,8 @@ _ONLY = {
     RawPromptTemplate: "use RawPromptTemplate or PromptTemplate",
     ZeroRetriever: "only ZeroRetriever is supported (write in-context examples into the "
                    "prompt template, as datasets/bbh.py does)",
-    GenInferencer: "only GenInferencer is supported",
+    GenInferencer: "use GenInferencer or PPLInferencer",
+    PPLInferencer: "use GenInferencer or PPLInferencer",
 }
 
 

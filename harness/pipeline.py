@@ -30,7 +30,7 @@ from .records import (
     StoreWrite,
 )
 from .stages.collect import Collector, Pair
-from .stages.generate import ModelClients, Starter, generate
+from .stages.generate import Likelihoods, ModelClients, Starter, generate
 from .stages.judge import Judges, judge_ask, judge_lookup
 from .stages.read import read
 from .stages.score import Dispatch, ScoreOutlet, Scorer, score
@@ -99,6 +99,8 @@ class Pipeline:
                              self.progress)
         self.clients = ModelClients({m.abbr: m for m in models}, starters or {},
                                     options.concurrency, options.breaker, self.progress.model)
+        likelihoods = Likelihoods(by_abbr, store)
+        self.likelihoods = likelihoods if likelihoods.datasets else None
         self.collector = Collector(work_dir, by_abbr,
                                    [(m.abbr, d.abbr) for m, d in self.pairs], options.mode,
                                    options.dump_details,
@@ -152,7 +154,7 @@ class Pipeline:
                           self.collector, progress)
             for _ in range(callers):
                 tg.start_soon(generate, model_recv.clone(), self.clients, store_send.clone(),
-                              outlet.clone(), progress.model)
+                              outlet.clone(), progress, self.likelihoods)
             for _ in range(self.scorer.parallelism if not self.scorer.inline else 0):
                 tg.start_soon(score, score_recv.clone(), self.scorer, dispatch.clone())
             if self.judges.concurrency:

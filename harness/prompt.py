@@ -78,7 +78,17 @@ class PromptTemplate(RawPromptTemplate):
     ``ice_token`` marks where OpenCompass pastes in-context examples; with
     ``ZeroRetriever`` there are none, so the marker is removed, as OpenCompass does.
     ``sep_token`` only matters to OpenCompass's likelihood inferencers: accepted, unused.
+    A dict with one prompt per label (``{'A': ..., 'B': ...}``) builds a
+    ``harness.ppl.template.CandidatePromptTemplate``, for ``PPLInferencer``.
     """
+
+    def __new__(cls, template: Any = None, *args: Any, **kwargs: Any) -> "PromptTemplate":
+        # One prompt per label (``{'A': ..., 'B': ...}``) is a PPL template.
+        from .ppl.template import CandidatePromptTemplate, is_candidate_dict
+
+        if cls is PromptTemplate and is_candidate_dict(template):
+            return super().__new__(CandidatePromptTemplate)
+        return super().__new__(cls)
 
     def __init__(self, template: str | Mapping[str, Any], ice_token: str | None = None,
                  sep_token: str | None = None) -> None:

@@ -148,6 +148,8 @@ class Completion:
     cached: bool = False
     reasoning: str | None = None
     cause: str | None = None
+    #: Shown in the sample's details row (a PPL sample's candidate scores, ``ppl``).
+    details: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,6 +99,10 @@ def check_row(spec: DatasetSpec, row: Mapping[str, Any], line: int) -> None:
         if column not in row:
             raise DatasetError(f"missing column (the row has: {', '.join(row) or 'nothing'})",
                                path=str(spec.reader.path), line=line, field=column)
+    if spec.ppl is not None and spec.output_column:
+        from .ppl.labels import check_label
+
+        check_label(spec, row, line)
     if spec.output_column and missing_reference(row[spec.output_column]):
         raise DatasetError(f"the reference is empty ({row[spec.output_column]!r}); fix the "
                            "data, or set skip_missing_reference=True in reader_cfg to leave "

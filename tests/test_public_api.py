@@ -18,10 +18,12 @@ PUBLIC_API = [
     "evaluate", "open_run", "Run", "RunReport", "RunOptions", "ModelOverrides",
     # config vocabulary
     "CustomDataset", "RawPromptTemplate", "PromptTemplate", "ZeroRetriever", "GenInferencer",
+    "PPLInferencer",
     "OpenAISDK", "OpenAI", "load_config",
     # evaluators
     "AccEvaluator", "EMEvaluator", "MATHVerifyEvaluator", "SampleScoreEvaluator",
-    "HumanEvalEvaluator", "MBPPEvaluator",
+    "HumanEvalEvaluator", "MBPPEvaluator", "BleuEvaluator", "RougeEvaluator", "SquadEvaluator",
+    "NQEvaluator",
     "BaseEvaluator", "EVALUATORS", "GenericLLMEvaluator", "CascadeEvaluator",
     "generic_llmjudge_postprocess", "judge_template", "parse_verdict",
     # postprocessors

@@ -37,7 +37,9 @@ async def test_shipped_config_runs_a_few_samples(path, tmp_path, monkeypatch):
         monkeypatch.setenv("OC_JUDGE_API_BASE", srv.base_url)
         report = await harness.evaluate(
             path, work_dir=tmp_path / "w", limit=3,
-            models=[dict(abbr="fake", path="fake-model", openai_api_base=srv.base_url)])
+            # api="auto": text templates (PPL ones too) go to /completions.
+            models=[dict(abbr="fake", path="fake-model", openai_api_base=srv.base_url,
+                         api="auto")])
     for summary in report.summaries:
         assert summary["total"] == 3 * load_config(path).datasets[0].n
         assert summary["counts"].get("model_error", 0) == 0

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream
@@ -20,12 +20,17 @@ from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 from ..breaker import BreakerPolicy
 from ..client import ModelClient
 from ..errors import ModelCallError, PermanentModelError
-from ..progress import StageCounts
+from ..config import DatasetSpec
+from ..progress import Progress, StageCounts
 from ..records import Completion, ModelSpec, Sample, StoreWrite
 from ..retry import CallStats
+from ..store import Store
 from .score import ScoreOutlet
 from .streams import receive as next_item
 from .streams import send
+
+if TYPE_CHECKING:
+    from ..ppl import PPLRunner
 
 #: Starts an endpoint on first use and returns the spec that points at it; called by
 #: every worker that needs the endpoint, it starts it once.
@@ -88,12 +93,51 @@ class ModelClients:
         return stats
 
 
+class Likelihoods:
+    """The PPL datasets of a run and the one ``PPLRunner`` their samples share: a PPL
+    sample gets candidate likelihoods (``harness.ppl``) instead of a generation."""
+
+    def __init__(self, datasets: Mapping[str, DatasetSpec], store: Store) -> None:
+        self.datasets = {abbr: d for abbr, d in datasets.items() if d.ppl is not None}
+        self._runner: PPLRunner | None = None
+        self._store = store
+
+    async def complete(self, sample: Sample, clients: ModelClients,
+                       store_send: ObjectSendStream[StoreWrite], outlet: ScoreOutlet,
+                       counts: StageCounts, progress: Progress) -> None:
+        """Score one PPL sample: its request rows to the store, the chosen label on."""
+        from ..ppl import PPLRunner
+
+        if self._runner is None:
+            self._runner = PPLRunner(self._store)
+
+        async def client() -> ModelClient:  # started only if a request is needed
+            return clients.ready.get(sample.model) or await clients.get(sample.model)
+
+        completion, rows = await self._runner.complete(
+            sample, self.datasets[sample.dataset], clients.models[sample.model].identity(),
+            client)
+        for row in rows:
+            await send(store_send, row)
+        if completion.cached:
+            progress.cached += 1
+        else:
+            counts.done += 1
+            counts.failed += completion.status != "ok"
+        await outlet.put(completion)
+
+
 async def generate(receive: ObjectReceiveStream[Sample], clients: ModelClients,
                    store_send: ObjectSendStream[StoreWrite], outlet: ScoreOutlet,
-                   counts: StageCounts) -> None:
+                   progress: Progress, likelihoods: Likelihoods | None = None) -> None:
     """Samples in; each one's completion to ``store_send`` and to ``outlet``."""
+    counts = progress.model
     async with receive, store_send, outlet:
         while (sample := await next_item(receive)) is not None:
+            if likelihoods is not None and sample.dataset in likelihoods.datasets:
+                await likelihoods.complete(sample, clients, store_send, outlet, counts,
+                                           progress)
+                continue
             client = clients.ready.get(sample.model) or await clients.get(sample.model)
             try:
                 # A PermanentModelError (bad key, unknown model) ends the run here.

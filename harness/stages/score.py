@@ -109,7 +109,7 @@ class Scorer:
                    correct: bool | None = None, error: str | None = None,
                    details: Mapping[str, Any] | None = None,
                    cause: str | None = None) -> SampleResult:
-            details = dict(details or {})
+            details = {**(completion.details or {}), **(details or {})}
             if completion.finish_reason not in (None, "stop"):
                 details["finish_reason"] = completion.finish_reason  # e.g. truncated
             if completion.reasoning:

@@ -29,6 +29,7 @@ from typing import Any
 
 from aiohttp import web
 
+from harness.testing.logprobs import Scorer
 from harness.testing.replies import (
     ERROR_KINDS, MALFORMED_JSON, ROUTES, Fault, FaultPolicy, Reply, Responder, Route, Stats,
     dumps, echo_last_user, error_body, fault_rate, loads, model_entry, request_key,
@@ -50,7 +51,9 @@ class FakeOpenAI:
     waited before every 200 (error faults answer at once, as real rate limiters do).
     ``faults`` is a policy ``(body, attempt) -> Fault | None`` (see ``replies``).
     ``rpm_limit`` answers 429 once that many requests were accepted within ``window``
-    seconds; rejected requests do not count towards the window.
+    seconds; rejected requests do not count towards the window. ``scorer`` gives
+    ``/completions`` token log-probabilities (``echo``, ``logprobs``: see
+    ``harness.testing.logprobs``); ``scorer=False`` makes a server without them.
     """
 
     def __init__(self, responder: Responder | None = None,
@@ -58,8 +61,13 @@ class FakeOpenAI:
                  faults: FaultPolicy | None = None, models: Sequence[str] = ("fake-model",),
                  strict_models: bool = False, record: bool = True, *,
                  api_key: str | None = None, rpm_limit: int | None = None,
-                 window: float = 60.0, host: str = "127.0.0.1", port: int = 0) -> None:
+                 window: float = 60.0, host: str = "127.0.0.1", port: int = 0,
+                 scorer: Scorer | bool | None = None) -> None:
         self.responder: Responder = responder or echo_last_user
+        #: Token log-probabilities of ``/completions`` (``echo``, ``logprobs``); see
+        #: ``harness.testing.logprobs``. ``None``: that route ignores both, as
+        #: servers without them do.
+        self.scorer = Scorer() if scorer is None else scorer
         self.latency, self.faults = latency, faults
         self.models, self.strict_models, self.record = tuple(models), strict_models, record
         self.api_key, self.rpm_limit, self.window = api_key, rpm_limit, window
@@ -218,6 +226,9 @@ class FakeOpenAI:
             self.errors.append(exc)
             return self._error("server_error", message=f"FakeOpenAI responder raised {exc!r}")
         payload = route.answer(body, reply, next(self._ids), billed)
+        if route.name == "completions" and self.scorer and body.get("logprobs") is not None:
+            for choice in payload["choices"]:
+                self.scorer.attach(body, choice)
         if kind == "empty_choices":
             payload["choices"] = []
         return self._send(200, dumps(payload))

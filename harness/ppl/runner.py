@@ -1,0 +1,238 @@
+"""The model-stage hook of a PPL dataset: likelihoods from the store or the endpoint,
+then the chosen label as the sample's completion.
+
+``PPLRunner.complete`` takes one sample and returns its ``Completion`` (``text`` is the
+chosen label, ``details['ppl']`` every candidate's log-likelihood and score) and the
+rows to store: one per request (an echo request per candidate, or one next-token
+request per sample), keyed by ``harness.keys.prediction_key`` over what was sent and
+the likelihood parameters. Rows hold the log-probabilities themselves, so a rerun, or
+one with another ``normalization``, sends no request.
+
+Each endpoint is probed once, on the first sample that needs a request, for what it
+offers (``harness.ppl.probe``); a rerun served from the store probes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Awaitable, Callable, Mapping
+
+import anyio
+
+from ..client import ModelClient
+from ..errors import ModelCallError, PermanentModelError
+from ..keys import prediction_key
+from ..prompt import as_text
+from ..records import Completion, Sample
+from ..retry import BadResponse
+from .choice import Likelihood, choose, common_prefix, token_boundary
+from .probe import UnsupportedLikelihoodError, probe
+from .requests import (ECHO_PARAMS, echo_body, next_token_body, next_token_params,
+                       read_echo, read_top, usage)
+
+GetClient = Callable[[], Awaitable[ModelClient]]
+
+
+class PPLRunner:
+    """Likelihood evaluation of the PPL datasets of one run (shared by every worker)."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        # id(client) → what it offers, or why it offers nothing
+        self._methods: dict[int, frozenset[str] | UnsupportedLikelihoodError] = {}
+        self._lock = anyio.Lock()
+
+    async def complete(self, sample: Sample, dataset: Any, identity: Mapping[str, Any],
+                       get_client: GetClient) -> tuple[Completion, list[Completion]]:
+        """The sample's completion and the rows to store (see the module docstring).
+
+        A request that fails for good makes the completion an ``error`` (retried on the
+        next run); an endpoint without log-probabilities raises
+        ``UnsupportedLikelihoodError`` (a ``PermanentModelError``: the run stops).
+        """
+        ppl = dataset.ppl
+        plan = Plan(sample, dataset, identity)
+        stored = await self.store.lookup_predictions([*plan.echo_keys.values(), plan.next_key])
+        method = _stored_method(plan, stored, ppl.method)
+        rows: list[Completion] = []
+        attempts = 0
+        if method is None:
+            client = await get_client()
+            method = await self._method(client, plan, ppl.method, ppl.top_logprobs)
+            try:
+                attempts = await self._request(client, plan, method, stored, rows)
+            except PermanentModelError:
+                raise
+            except ModelCallError as exc:
+                return Completion(sample, "error", error=str(exc), attempts=exc.attempts,
+                                  cause=exc.outcome), rows
+        found = {key: json.loads(s.text) for key, s in stored.items()}
+        found.update({row.sample.key: json.loads(row.text or "null") for row in rows})
+        return plan.complete(method, found, ppl.normalization, attempts, rows), rows
+
+    async def _method(self, client: ModelClient, plan: "Plan", wanted: str,
+                      top: int) -> str:
+        async with self._lock:  # one probe per endpoint, however many workers ask
+            offered = self._methods.get(id(client))
+            if offered is None:
+                try:
+                    offered = await probe(client, plan.api, top, wanted)
+                except UnsupportedLikelihoodError as exc:
+                    offered = exc  # every waiting worker gets the same answer
+                self._methods[id(client)] = offered
+        if isinstance(offered, UnsupportedLikelihoodError):
+            raise offered
+        for method in (("echo", "next_token") if wanted == "auto" else (wanted,)):
+            if method in offered and (method != "echo" or plan.api == "completions"):
+                return method
+        raise UnsupportedLikelihoodError(  # only echo wanted, on the chat endpoint
+            f"PPL method {wanted!r} needs the completions endpoint; model "
+            f"{client.spec.model!r} is called on chat (set its api='completions')")
+
+    async def _request(self, client: ModelClient, plan: "Plan", method: str,
+                       stored: Mapping[str, Any], rows: list[Completion]) -> int:
+        """Send what the store lacks; append a row per reply; the attempts made."""
+        model = client.spec.model
+        attempts = 0
+        if method == "echo":
+            for label, key in plan.echo_keys.items():
+                if key in stored:
+                    continue
+                text = plan.texts[label]
+                (parsed, used), tries = await client.post_json(
+                    echo_body(model, text), "/completions",
+                    lambda data, t=text: _required(read_echo(data, t), data, "echo"))
+                attempts += tries
+                rows.append(plan.row(key, plan.candidates[label], ECHO_PARAMS, "completions",
+                                     parsed, used, tries))
+            return attempts
+        body = next_token_body(model, plan.context_request, plan.top, plan.api)
+        path = "/completions" if plan.api == "completions" else "/chat/completions"
+        (parsed, used), tries = await client.post_json(
+            body, path, lambda data: _required(read_top(data), data, "top_logprobs"))
+        rows.append(plan.row(plan.next_key, plan.context_messages,
+                             next_token_params(plan.top), plan.api, parsed, used, tries))
+        return tries
+
+
+def _required(parsed: Any, data: Any, what: str) -> tuple[Any, tuple[int, int]]:
+    if parsed is None:  # the probe found it offered: a reply without it is a fault
+        raise BadResponse(f"the reply has no {what} log-probabilities")
+    return parsed, usage(data)
+
+
+def _stored_method(plan: "Plan", stored: Mapping[str, Any], wanted: str) -> str | None:
+    """The method whose every row is stored already (echo first), if any."""
+    if wanted != "next_token" and plan.api == "completions" \
+            and all(k in stored for k in plan.echo_keys.values()):
+        return "echo"
+    if wanted != "echo" and plan.next_key in stored:
+        return "next_token"
+    return None
+
+
+class Plan:
+    """One sample's candidates split into the shared context and each continuation,
+    with the store keys of both methods."""
+
+    def __init__(self, sample: Sample, dataset: Any, identity: Mapping[str, Any]) -> None:
+        ppl = dataset.ppl
+        values = {c: sample.row.get(c) for c in dataset.input_columns}
+        rendered = dataset.template.render_candidates(values)
+        self.sample, self.api, self.top = sample, sample.api, ppl.top_logprobs
+        self.candidates = {label: rendered[label] for label in ppl.labels}
+        if self.api == "completions":
+            self.texts = {label: as_text(m) for label, m in self.candidates.items()}
+            texts = list(self.texts.values())
+            self.split = token_boundary(texts[0], common_prefix(texts))
+            self.continuations = {l: t[self.split:] for l, t in self.texts.items()}
+            context = texts[0][:self.split]
+            self.context_messages: tuple[Mapping[str, str], ...] = (
+                {"role": "user", "content": context},)
+            self.context_request: Any = context
+        else:
+            self.texts = {}
+            self.context_messages = _chat_context(self.candidates, sample.dataset)
+            self.continuations = {l: m[-1]["content"] for l, m in self.candidates.items()}
+            self.context_request = self.context_messages
+        self.echo_keys = {label: prediction_key(identity, m, ECHO_PARAMS, 0, "completions")
+                          for label, m in self.candidates.items()}
+        self.next_key = prediction_key(identity, self.context_messages,
+                                       next_token_params(self.top), 0, self.api)
+
+    def row(self, key: str, messages: Any, params: Mapping[str, Any], api: Any,
+            parsed: Any, used: tuple[int, int], attempts: int) -> Completion:
+        """A stored likelihood: a prediction row whose text is the parsed reply."""
+        s = self.sample
+        request = Sample(s.dataset, s.model, s.index, s.replica, s.row, s.reference,
+                         tuple(messages), key, dict(params), api)
+        return Completion(request, "ok", json.dumps(parsed), None, None, used[0], used[1],
+                          attempts)
+
+    def likelihoods(self, method: str, found: Mapping[str, Any]) -> list[Likelihood]:
+        """Each candidate's continuation log-likelihood from the stored replies."""
+        if method == "echo":
+            return [_from_echo(label, self.texts[label], self.split, found[key])
+                    for label, key in self.echo_keys.items()]
+        top = found[self.next_key]["top"]
+        return [_from_top(label, cont, top) for label, cont in self.continuations.items()]
+
+    def complete(self, method: str, found: Mapping[str, Any], normalization: Any,
+                 attempts: int, rows: list[Completion]) -> Completion:
+        """The sample's completion: the chosen label, or an error saying why none is."""
+        candidates = self.likelihoods(method, found)
+        choice = choose(candidates, normalization)
+        details = {"ppl": {
+            "method": method, "normalization": normalization, "chosen": choice.label,
+            "candidates": {c.label: _detail(c, choice.scores[c.label]) for c in candidates}}}
+        prompt = sum(r.prompt_tokens for r in rows)
+        done = sum(r.completion_tokens for r in rows)
+        cached = not rows
+        if choice.label is None:
+            return Completion(self.sample, "error", error=choice.reason, prompt_tokens=prompt,
+                              completion_tokens=done, attempts=attempts, cached=cached,
+                              cause="PPL: no candidate decidable from the top_logprobs",
+                              details=details)
+        return Completion(self.sample, "ok", choice.label, "stop", None, prompt, done,
+                          attempts, cached, details=details)
+
+
+def _chat_context(candidates: Mapping[str, Any], dataset: str) -> tuple[Any, ...]:
+    """The messages every candidate shares before its own final assistant message: the
+    chat endpoint can score only a reply's first token, not text inside a message."""
+    lists = list(candidates.values())
+    context = lists[0][:-1]
+    if not all(m[:-1] == context and m[-1]["role"] == "assistant" for m in lists):
+        raise UnsupportedLikelihoodError(
+            f"dataset {dataset!r}: on the chat endpoint PPL candidates must differ only in "
+            "a final BOT message (dict(round=[HUMAN question, BOT answer])); for a text "
+            "template use the completions endpoint (the model's api='completions' or "
+            "'auto')")
+    return tuple(context)
+
+
+def _from_echo(label: str, text: str, split: int, scored: Mapping[str, Any]) -> Likelihood:
+    offsets = scored["offsets"]
+    start = max((i for i, o in enumerate(offsets) if o <= split), default=0)
+    values = [v for v in scored["logprobs"][start:] if v is not None]
+    return Likelihood(label, text[offsets[start]:], tuple(scored["tokens"][start:]),
+                      tuple(values))
+
+
+def _from_top(label: str, continuation: str, top: list[list[Any]]) -> Likelihood:
+    exact = [lp for token, lp in top if token == continuation]
+    loose = [lp for token, lp in top if continuation.strip() and token.strip() == continuation.strip()]
+    if exact or loose:
+        return Likelihood(label, continuation, (continuation,), (max(exact or loose),))
+    # Not listed: below the lowest listed token, or below a listed token it starts with.
+    starts = [lp for token, lp in top if token and continuation.startswith(token)]
+    return Likelihood(label, continuation, below=max(starts or [min(lp for _, lp in top)]))
+
+
+def _detail(c: Likelihood, score: float | None) -> dict[str, Any]:
+    row: dict[str, Any] = {"continuation": c.continuation,
+                           "logprob": c.total if c.found else None,
+                           "tokens": len(c.logprobs), "score": score}
+    if not c.found:
+        row["not_listed_below"] = c.below
+    return row

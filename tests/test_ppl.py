@@ -1,0 +1,324 @@
+"""PPL (candidate likelihood) evaluation against the fake server, whose token
+log-probabilities are set by the test so the right choice is known."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+from pathlib import Path
+
+import anyio
+import pytest
+
+import harness
+from harness.errors import ConfigError, DatasetError
+from harness.ppl.probe import UnsupportedLikelihoodError
+from harness.testing import FakeOpenAI
+from harness.testing.logprobs import Scorer
+
+from .helpers import count_stored
+from .test_cli import cli, env
+
+LETTERS = "ABC"
+
+
+def write_mc(path: Path, n: int) -> dict[str, str]:
+    """``n`` three-option questions; the gold letter of ``q{i}`` is ``ABC[i % 3]``."""
+    rows = [{"question": f"q{i}", "A": "x", "B": "y", "C": "z", "answer": LETTERS[i % 3]}
+            for i in range(n)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return {r["question"]: r["answer"] for r in rows}
+
+
+def knows_gold(golds: dict[str, str]) -> Scorer:
+    """A scorer for which the gold letter is the likely next token after "Answer:"."""
+
+    def logprob(context: str, token: str) -> float:
+        found = re.search(r"Question: (q\d+)", context)
+        if found and context.endswith("Answer:") and token.strip() in LETTERS:
+            return -0.1 if token.strip() == golds[found.group(1)] else -4.0
+        return -1.0
+
+    return Scorer(logprob)
+
+
+def mc_config(path: Path, base_url: str, *, inferencer: str = "dict(type=PPLInferencer)",
+              template: str | None = None, api: str = "completions",
+              reference: str = "answer") -> Path:
+    template = template or ("{l: 'Question: {question}\\nA. {A}\\nB. {B}\\nC. {C}\\n"
+                            "Answer: ' + l for l in 'ABC'}")
+    model = dict(abbr="fake", type="OpenAISDK", path="fake-model",
+                 openai_api_base=base_url, key="sk-test", api=api)
+    path.write_text(f"""
+from harness import PromptTemplate, ZeroRetriever, PPLInferencer, AccEvaluator, CustomDataset
+datasets = [dict(abbr="mc", type=CustomDataset, path="mc.jsonl",
+    reader_cfg=dict(input_columns=["question", "A", "B", "C"], output_column={reference!r}),
+    infer_cfg=dict(prompt_template=dict(type=PromptTemplate, template={template}),
+                   retriever=dict(type=ZeroRetriever), inferencer={inferencer}),
+    eval_cfg=dict(evaluator=dict(type=AccEvaluator)))]
+models = [{model!r}]
+""")
+    return path
+
+
+def details(work: Path) -> list[dict]:
+    lines = (work / "details" / "fake" / "mc.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+@pytest.mark.parametrize("method", ["echo", "next_token"])
+async def test_the_most_likely_candidate_is_chosen(tmp_path, method):
+    golds = write_mc(tmp_path / "mc.jsonl", 9)
+    async with FakeOpenAI(scorer=knows_gold(golds)) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url,
+                        inferencer=f"dict(type=PPLInferencer, method={method!r})")
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert report.result("mc")["correct"] == 9
+    rows = details(tmp_path / "w")
+    assert [r["prediction"] for r in rows] == [golds[f"q{i}"] for i in range(9)]
+    first = rows[0]["ppl"]
+    assert first["method"] == method and first["chosen"] == "A"
+    assert first["candidates"]["A"]["logprob"] == pytest.approx(-0.1)
+    assert first["candidates"]["B"]["logprob"] == pytest.approx(-4.0)
+    # echo: one probe and one request per candidate; next token: one probe, one per sample.
+    assert srv.stats.total == 1 + (9 * 3 if method == "echo" else 9)
+
+
+def lengths_scorer() -> Scorer:
+    """Continuations ' cat' (1 token, -3), ' dog dog' (2 × -2), ' elephant' (1, -3.5):
+    sum picks cat (A), per token dog (B), per byte elephant (C)."""
+    values = {" cat": -3.0, " dog": -2.0, " elephant": -3.5}
+    return Scorer(lambda context, token: values.get(token, -1.0))
+
+
+LENGTHS = "{'A': 'Q: {question}\\nAnswer: cat', 'B': 'Q: {question}\\nAnswer: dog dog', " \
+          "'C': 'Q: {question}\\nAnswer: elephant'}"
+
+
+@pytest.mark.parametrize("normalization,chosen,score", [
+    ("sum", "A", -3.0), ("token", "B", -2.0), ("byte", "C", -3.5 / 9)])
+async def test_each_normalization_ranks_by_its_own_score(tmp_path, normalization, chosen,
+                                                         score):
+    write_mc(tmp_path / "mc.jsonl", 3)
+    async with FakeOpenAI(scorer=lengths_scorer()) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url, template=LENGTHS,
+                        inferencer=f"dict(type=PPLInferencer, normalization={normalization!r})")
+        await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    rows = details(tmp_path / "w")
+    assert {r["prediction"] for r in rows} == {chosen}
+    candidates = rows[0]["ppl"]["candidates"]
+    assert candidates[chosen]["score"] == pytest.approx(score)
+    assert candidates["B"]["continuation"] == " dog dog" and candidates["B"]["tokens"] == 2
+
+
+async def test_another_normalization_reranks_the_stored_likelihoods_without_requests(tmp_path):
+    write_mc(tmp_path / "mc.jsonl", 3)
+    async with FakeOpenAI(scorer=lengths_scorer()) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url, template=LENGTHS)
+        await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        srv.reset()
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url, template=LENGTHS,
+                        inferencer="dict(type=PPLInferencer, normalization='byte')")
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert srv.stats.total == 0
+    assert {r["prediction"] for r in details(tmp_path / "w")} == {"C"}
+    assert report.result("mc")["correct"] == 1  # only q2's gold is C
+
+
+async def test_a_candidate_missing_from_the_top_list_is_decided_or_pending(tmp_path):
+    golds = write_mc(tmp_path / "mc.jsonl", 3)
+    # The fake lists only ' A' and ' B' as next tokens: q0 (gold A) and q1 (B) are
+    # decided (C scores below every listed token); q2's gold C is never listed, and
+    # A and B are unlikely: C could be the best, so q2 is pending, not scored wrong.
+    scorer = knows_gold(golds)
+    scorer.vocabulary = (" A", " B")
+    async with FakeOpenAI(scorer=scorer) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url,
+                        inferencer="dict(type=PPLInferencer, method='next_token', top_logprobs=2)")
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    rows = {r["index"]: r for r in details(tmp_path / "w")}
+    assert [rows[0]["prediction"], rows[1]["prediction"]] == ["A", "B"]
+    # q2: both listed letters score -4; C is below -4 only if listed tokens bound it —
+    # they do here (the list's lowest is -4), so C < -4 and A wins, but A is wrong.
+    result = report.result("mc")
+    assert rows[0]["ppl"]["candidates"]["C"]["not_listed_below"] == pytest.approx(-4.0)
+    assert result["correct"] == 2
+
+
+async def test_no_listed_candidate_leaves_the_sample_pending_with_its_cause(tmp_path):
+    write_mc(tmp_path / "mc.jsonl", 2)
+    scorer = Scorer(vocabulary=(" The", "\n"))  # never an option letter
+    async with FakeOpenAI(scorer=scorer) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url,
+                        inferencer="dict(type=PPLInferencer, method='next_token')")
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    result = report.result("mc")
+    assert result["scored"] == 0 and result["pending"] == 2
+    assert result["counts"] == {"model_error": 2}
+    row = details(tmp_path / "w")[0]
+    assert row["correct"] is None and "no candidate" in row["error"]
+    assert row["ppl"]["candidates"]["A"]["logprob"] is None
+
+
+async def test_a_backend_without_logprobs_stops_before_any_candidate_is_sent(tmp_path):
+    write_mc(tmp_path / "mc.jsonl", 5)
+    async with FakeOpenAI(scorer=False) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url)
+        with pytest.raises(UnsupportedLikelihoodError) as caught:
+            await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    message = str(caught.value)
+    assert "echo=True" in message and "top log-probabilities" in message
+    assert "fake-model" in message and "sk-test" not in message
+    # Only the two probes: no candidate was sent.
+    assert [r["prompt"] for r in srv.requests] == ["The capital of France is Paris",
+                                                    "The capital of France is"]
+
+
+async def test_echo_on_a_chat_model_is_refused_with_the_fix(tmp_path):
+    write_mc(tmp_path / "mc.jsonl", 2)
+    async with FakeOpenAI() as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url, api="chat",
+                        inferencer="dict(type=PPLInferencer, method='echo')")
+        with pytest.raises(UnsupportedLikelihoodError, match="api='completions'"):
+            await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert srv.stats.total == 0
+
+
+@pytest.mark.parametrize("inferencer,template,field", [
+    ("dict(type=PPLInferencer)", "'Question: {question}'", "prompt_template.template"),
+    ("dict(type=PPLInferencer)", "{'A': 'Question: {question} A'}", "prompt_template"),
+    ("dict(type=GenInferencer)", None, "infer_cfg.inferencer"),
+    ("dict(type=PPLInferencer, normalization='mean')", None, "inferencer.normalization"),
+    ("dict(type=PPLInferencer, labels=['A', 'Z'])", None, "inferencer.labels"),
+    ("dict(type=PPLInferencer, normalizing_str='Answer:')", None, "normalizing_str"),
+])
+async def test_bad_ppl_configs_name_the_file_and_field(tmp_path, inferencer, template, field):
+    write_mc(tmp_path / "mc.jsonl", 2)
+    cfg = mc_config(tmp_path / "cfg.py", "http://127.0.0.1:9/v1", inferencer=inferencer,
+                    template=template)
+    cfg.write_text(cfg.read_text().replace("PPLInferencer, AccEvaluator",
+                                           "PPLInferencer, GenInferencer, AccEvaluator"))
+    with pytest.raises(ConfigError) as caught:
+        harness.load_config(cfg)
+    assert str(cfg) in str(caught.value) and field in str(caught.value)
+
+
+async def test_a_gold_label_that_is_no_candidate_is_reported_before_any_request(tmp_path):
+    path = tmp_path / "mc.jsonl"
+    write_mc(path, 3)
+    path.write_text(path.read_text() + json.dumps(
+        {"question": "q3", "A": "x", "B": "y", "C": "z", "answer": "D"}) + "\n")
+    async with FakeOpenAI() as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url)
+        with pytest.raises(DatasetError) as caught:
+            await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert srv.stats.total == 0
+    text = str(caught.value)
+    assert "mc.jsonl:4" in text and "answer" in text and "'D'" in text
+
+
+OPENCOMPASS_BOOLQ = '''
+from harness import PromptTemplate, ZeroRetriever, PPLInferencer, AccEvaluator, CustomDataset
+
+BoolQ_reader_cfg = dict(input_columns=['question', 'passage'], output_column='answer',
+                        test_split='test')
+
+BoolQ_infer_cfg = dict(
+    prompt_template=dict(
+        type=PromptTemplate,
+        template={
+            0: dict(round=[
+                dict(role='HUMAN', prompt='{passage}\\nQuestion: {question}?'),
+                dict(role='BOT', prompt='No'),
+            ]),
+            1: dict(round=[
+                dict(role='HUMAN', prompt='{passage}\\nQuestion: {question}?'),
+                dict(role='BOT', prompt='Yes'),
+            ]),
+        },
+    ),
+    retriever=dict(type=ZeroRetriever),
+    inferencer=dict(type=PPLInferencer),
+)
+
+BoolQ_eval_cfg = dict(evaluator=dict(type=AccEvaluator))
+
+BoolQ_datasets = [
+    dict(type=CustomDataset, abbr='BoolQ', path='boolq.jsonl',
+         reader_cfg=BoolQ_reader_cfg, infer_cfg=BoolQ_infer_cfg, eval_cfg=BoolQ_eval_cfg)
+]
+'''
+
+
+@pytest.mark.parametrize("api", ["completions", "chat"])
+async def test_an_opencompass_ppl_config_ported_by_imports_runs(tmp_path, api):
+    rows = [{"passage": f"p{i}", "question": f"is {i} even", "answer": int(i % 2 == 0)}
+            for i in range(6)]
+    (tmp_path / "boolq.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def logprob(context: str, token: str) -> float:  # the completions route
+        found = re.findall(r"is (\d+) even", context)
+        if not found:  # the probe
+            return -1.0
+        even = int(found[-1]) % 2 == 0
+        return -0.2 if token.strip() == ("Yes" if even else "No") else -3.0
+
+    def chat(body: dict):  # the chat route: the next token's top list
+        from harness.testing.replies import Reply
+
+        if "messages" not in body:
+            return "x"  # the completions route: the scorer gives its logprobs
+        found = re.findall(r"is (\d+) even", body["messages"][-1]["content"])
+        if not found:  # the probe
+            return Reply("Paris", logprobs=[("Paris", -0.5, [("Paris", -0.5)])])
+        even = int(found[0]) % 2 == 0
+        top = [("Yes", -0.2), ("No", -3.0)] if even else [("No", -0.2), ("Yes", -3.0)]
+        return Reply(top[0][0], logprobs=[(top[0][0], top[0][1], top)])
+
+    async with FakeOpenAI(responder=chat, scorer=Scorer(logprob, (" Yes", " No", "\n"))) as srv:
+        model = dict(abbr="fake", type="OpenAISDK", path="fake-model",
+                     openai_api_base=srv.base_url, key="sk-test", api=api)
+        cfg = tmp_path / "boolq_ppl.py"
+        cfg.write_text(OPENCOMPASS_BOOLQ + f"models = [{model!r}]\n")
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert report.result("BoolQ")["correct"] == 6
+    # The probe, then echo (completions): one request per candidate; the chat endpoint
+    # gives the next token's list: one request per sample.
+    assert srv.stats.by_route == {api: 1 + 6 * (2 if api == "completions" else 1)}
+
+
+@pytest.mark.timeout(120)
+async def test_a_killed_ppl_run_resumes_and_then_reruns_with_zero_requests(tmp_path):
+    n = 60
+    golds = write_mc(tmp_path / "mc.jsonl", n)
+    async with FakeOpenAI(scorer=knows_gold(golds), latency=0.01) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url)
+        work = tmp_path / "w"
+        args = cli("run", str(cfg), "-w", str(work), "-q", "-c", "4")
+        proc = await anyio.open_process(args, env=env())
+        async with proc:
+            with anyio.fail_after(60):
+                while count_stored(work / "harness.db", "predictions") < n:  # a third
+                    await anyio.sleep(0.005)
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+        with anyio.fail_after(10):
+            while srv.stats.in_flight:
+                await anyio.sleep(0.01)
+        sent_before = [r["prompt"] for r in srv.requests if r.get("echo")]
+        stored_before = count_stored(work / "harness.db", "predictions")
+        srv.requests.clear()
+        resumed = await anyio.run_process(args, env=env(), check=False)
+        assert resumed.returncode == 0, resumed.stderr.decode()
+        sent_after = [r["prompt"] for r in srv.requests if r.get("echo")]
+        srv.reset()
+        again = await anyio.run_process(args, env=env(), check=False)
+        assert again.returncode == 0 and srv.stats.total == 0
+    result = json.loads((work / "results" / "fake" / "mc.json").read_text())
+    assert result["correct"] == n and result["complete"]
+    # Every candidate stored before the kill was not asked again (echo prompts only:
+    # the probe is repeated by each run).
+    assert len(sent_after) == 3 * n - stored_before + 1  # +1: the echo probe
+    probe = {"The capital of France is Paris"}
+    assert not (set(sent_after) - probe) & set(sent_before[:stored_before - 4])
