@@ -128,9 +128,9 @@ async def test_another_normalization_reranks_the_stored_likelihoods_without_requ
 
 async def test_a_candidate_missing_from_the_top_list_is_decided_or_pending(tmp_path):
     golds = write_mc(tmp_path / "mc.jsonl", 3)
-    # The fake lists only ' A' and ' B' as next tokens: q0 (gold A) and q1 (B) are
-    # decided (C scores below every listed token); q2's gold C is never listed, and
-    # A and B are unlikely: C could be the best, so q2 is pending, not scored wrong.
+    # The fake lists only ' A' and ' B' as next tokens. q0 (gold A) and q1 (B): the gold
+    # scores -0.1 and C, unlisted, is below the lowest listed (-4): decided. q2 (gold C):
+    # A and B both score -4 and C could score up to -4 too: pending, not scored wrong.
     scorer = knows_gold(golds)
     scorer.vocabulary = (" A", " B")
     async with FakeOpenAI(scorer=scorer) as srv:
@@ -139,11 +139,11 @@ async def test_a_candidate_missing_from_the_top_list_is_decided_or_pending(tmp_p
         report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
     rows = {r["index"]: r for r in details(tmp_path / "w")}
     assert [rows[0]["prediction"], rows[1]["prediction"]] == ["A", "B"]
-    # q2: both listed letters score -4; C is below -4 only if listed tokens bound it —
-    # they do here (the list's lowest is -4), so C < -4 and A wins, but A is wrong.
-    result = report.result("mc")
     assert rows[0]["ppl"]["candidates"]["C"]["not_listed_below"] == pytest.approx(-4.0)
-    assert result["correct"] == 2
+    assert rows[2]["status"] == "model_error" and rows[2]["correct"] is None
+    assert "'C' is not among the listed next tokens" in rows[2]["error"]
+    result = report.result("mc")
+    assert result["correct"] == 2 and result["scored"] == 2 and result["pending"] == 1
 
 
 async def test_no_listed_candidate_leaves_the_sample_pending_with_its_cause(tmp_path):
