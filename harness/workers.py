@@ -15,6 +15,12 @@ parent reads replies in an event-loop callback and times calls with loop timers,
 0.12-0.18 ms per call (``bench/bench_rules.py``). A call's time limit starts when the
 parent sees the worker start it (the reply before it arrived), never while it waits.
 
+Why not ``pebble.ProcessPool`` either: its warm-ups are fixed at construction, a warm-up
+that raises or kills its worker leaves the whole pool broken for good with the error only
+logged in the worker, and it cannot route a reference's checks to one worker; here
+``warm`` raises a warm-up's error, and workers that keep dying in their warm-up fail the
+waiting calls and the pool recovers (``bench/bench_pool.py``, ``bench/README.md``).
+
 The pool runs on asyncio (the event loop's ``add_reader`` watches the workers' pipes),
 like the rest of harness.
 """
@@ -174,6 +180,11 @@ class _Worker:
         if len(self.calls) == 1:
             self._started(call)
 
+    @property
+    def warming(self) -> bool:
+        """Whether a warm-up is still among its calls (a replacement's take seconds)."""
+        return any(call.warm for call in self.calls)
+
     def _started(self, call: _Call) -> None:
         if call.timeout != math.inf:
             call.timer = self.loop.call_later(call.timeout, self.pool._expire, self, call)
@@ -318,18 +329,23 @@ class WorkerPool:
     async def _place(self, call: _Call, key: Hashable) -> None:
         """Send ``call`` to the worker ``key`` maps to if it has room and no other worker
         is idle, else to the least loaded one, starting a worker while there are fewer
-        than ``size``."""
+        than ``size``. A worker still warming up comes last while a warm one has room, so
+        a check does not wait out a replacement's warm-up beside a worker that could run
+        it now."""
         if self._closed:
             raise RuntimeError("the worker pool is closed")
         workers = self._workers
-        least = min(workers, key=lambda w: len(w.calls), default=None)
+        depth = self.depth
+        least = min(workers, key=lambda w: (len(w.calls) >= depth, w.warming, len(w.calls)),
+                    default=None)
         if least is None or (least.calls and len(workers) < self.size):
             worker = self._start()
         elif key is None:
             worker = least
         else:
             worker = workers[hash(key) % len(workers)]
-            if len(worker.calls) >= self.depth or (worker.calls and not least.calls):
+            if len(worker.calls) >= depth or (worker.calls and not least.calls) \
+                    or (worker.warming and not least.warming):
                 worker = least
         await self._send(worker, call)
 

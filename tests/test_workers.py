@@ -355,6 +355,52 @@ async def test_a_replacement_runs_every_warm_up_once():
     await pool.aclose()
 
 
+def _warm_up_held_if(flag: str, started: str, go: str) -> None:
+    if os.path.exists(flag):
+        _hold(started, go)
+
+
+async def test_a_check_goes_to_a_warm_worker_rather_than_wait_out_a_replacements_warm_up(
+        tmp_path, fifo):
+    """A replacement worker runs the warm-ups first (seconds with math-verify): a check
+    keyed to it goes to the warm worker that has room instead of queueing behind them."""
+    flag = tmp_path / "hold-warm-ups"
+    warm_started, warm_go, started, go = fifo(), fifo(), fifo(), fifo()
+    pool = WorkerPool(2, depth=3)  # room on the replacement beside its warm-up and one call
+    await pool.warm(functools.partial(_warm_up_held_if, str(flag), warm_started.path,
+                                      warm_go.path))
+    flag.touch()  # from now on a new worker's warm-up is held until warm_go
+    results = {}
+    keyed_done = anyio.Event()
+    # The replacement is the pool's second worker: a key mapped to it (by hash).
+    key = next(k for k in (f"key-{i}" for i in range(100)) if hash(k) % 2 == 1)
+
+    async def busy():
+        results["warm"] = await pool.run(_hold_then, started.path, go.path, os.getpid,
+                                         timeout=2 * HOLD_GUARD)
+
+    async def keyed():
+        results["keyed"] = await pool.run(os.getpid, timeout=30, key=key)
+        keyed_done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(busy)
+        await started.wait()  # one worker busy; the other hangs and is killed
+        with pytest.raises(WorkerTimeout):
+            await pool.run(time.sleep, 60, timeout=0.5)
+        # Starts the replacement (the warm worker is busy); this call waits behind its
+        # warm-up.
+        tg.start_soon(lambda: pool.run(abs, -1, timeout=30))
+        await warm_started.wait()
+        tg.start_soon(keyed)
+        await anyio.wait_all_tasks_blocked()
+        go.set()
+        await keyed_done.wait()  # behind the held warm-up, this would wait for its guard
+        warm_go.set()
+    assert results["keyed"] == results["warm"]
+    await pool.aclose()
+
+
 async def test_workers_that_die_in_their_warm_up_fail_the_call_instead_of_looping(tmp_path):
     flag = tmp_path / "crash"
     pool = WorkerPool(1)
