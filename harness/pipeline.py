@@ -151,7 +151,7 @@ class Pipeline:
             self.scorer.start(tg)
             tg.start_soon(read, [(m, d) for m, d in self.pairs], options.limit, self.store,
                           options.mode != "eval", LOOKUP_BATCH, model_send, outlet.clone(),
-                          self.collector, progress)
+                          self.collector, progress, self.likelihoods)
             for _ in range(callers):
                 tg.start_soon(generate, model_recv.clone(), self.clients, store_send.clone(),
                               outlet.clone(), progress, self.likelihoods)

@@ -322,3 +322,18 @@ async def test_a_killed_ppl_run_resumes_and_then_reruns_with_zero_requests(tmp_p
     assert len(sent_after) == 3 * n - stored_before + 1  # +1: the echo probe
     probe = {"The capital of France is Paris"}
     assert not (set(sent_after) - probe) & set(sent_before[:stored_before - 4])
+
+
+async def test_mode_eval_rescores_stored_likelihoods_and_reports_the_rest_missing(tmp_path):
+    golds = write_mc(tmp_path / "mc.jsonl", 6)
+    async with FakeOpenAI(scorer=knows_gold(golds)) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url)
+        await harness.evaluate(cfg, work_dir=tmp_path / "w", limit=4)
+        srv.reset()
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval")
+    assert srv.stats.total == 0
+    result = report.result("mc")
+    # The four predicted samples are re-scored from their stored likelihoods (all right);
+    # the two never predicted are missing, not wrong.
+    assert result["correct"] == 4 and result["counts"] == {"missing": 2, "ok": 4}
+    assert result["complete"] is False

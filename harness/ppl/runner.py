@@ -52,8 +52,7 @@ class PPLRunner:
         """
         ppl = dataset.ppl
         plan = Plan(sample, dataset, identity)
-        stored = await self.store.lookup_predictions([*plan.echo_keys.values(), plan.next_key])
-        method = _stored_method(plan, stored, ppl.method)
+        stored, method = await self._lookup(plan, ppl.method)
         rows: list[Completion] = []
         attempts = 0
         if method is None:
@@ -69,6 +68,22 @@ class PPLRunner:
         found = {key: json.loads(s.text) for key, s in stored.items()}
         found.update({row.sample.key: json.loads(row.text or "null") for row in rows})
         return plan.complete(method, found, ppl.normalization, attempts, rows), rows
+
+    async def stored(self, sample: Sample, dataset: Any,
+                     identity: Mapping[str, Any]) -> Completion | None:
+        """The sample's completion from stored likelihoods alone (``--mode eval``), or
+        ``None`` when a request would be needed."""
+        plan = Plan(sample, dataset, identity)
+        stored, method = await self._lookup(plan, dataset.ppl.method)
+        if method is None:
+            return None
+        found = {key: json.loads(s.text) for key, s in stored.items()}
+        return plan.complete(method, found, dataset.ppl.normalization, 0, [])
+
+    async def _lookup(self, plan: Plan, wanted: str) -> tuple[Mapping[str, Any], str | None]:
+        """The stored rows of ``plan``'s requests and the method they complete, if any."""
+        stored = await self.store.lookup_predictions([*plan.echo_keys.values(), plan.next_key])
+        return stored, _stored_method(plan, stored, wanted)
 
     async def _method(self, client: ModelClient, plan: "Plan", wanted: str,
                       top: int) -> str:

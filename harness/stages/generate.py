@@ -102,19 +102,28 @@ class Likelihoods:
         self._runner: PPLRunner | None = None
         self._store = store
 
-    async def complete(self, sample: Sample, clients: ModelClients,
-                       store_send: ObjectSendStream[StoreWrite], outlet: ScoreOutlet,
-                       counts: StageCounts, progress: Progress) -> None:
-        """Score one PPL sample: its request rows to the store, the chosen label on."""
+    def runner(self) -> PPLRunner:
+        """The run's one ``PPLRunner``, made for the first PPL sample."""
         from ..ppl import PPLRunner
 
         if self._runner is None:
             self._runner = PPLRunner(self._store)
+        return self._runner
+
+    async def stored(self, sample: Sample, model: ModelSpec) -> Completion | None:
+        """A PPL sample's completion from the store alone, or ``None`` (``--mode eval``)."""
+        return await self.runner().stored(sample, self.datasets[sample.dataset],
+                                          model.identity())
+
+    async def complete(self, sample: Sample, clients: ModelClients,
+                       store_send: ObjectSendStream[StoreWrite], outlet: ScoreOutlet,
+                       counts: StageCounts, progress: Progress) -> None:
+        """Score one PPL sample: its request rows to the store, the chosen label on."""
 
         async def client() -> ModelClient:  # started only if a request is needed
             return clients.ready.get(sample.model) or await clients.get(sample.model)
 
-        completion, rows = await self._runner.complete(
+        completion, rows = await self.runner().complete(
             sample, self.datasets[sample.dataset], clients.models[sample.model].identity(),
             client)
         for row in rows:

@@ -19,6 +19,7 @@ from ..records import Completion, ModelSpec, Sample, SampleResult
 from ..store import Store
 from ..validate import check_row, selected_rows
 from .collect import Collector
+from .generate import Likelihoods
 from .score import ScoreOutlet
 from .streams import send
 
@@ -50,12 +51,19 @@ def endpoint_api(model: ModelSpec, dataset: DatasetSpec) -> Literal["chat", "com
 async def read(pairs: Sequence[tuple[ModelSpec, DatasetSpec]], limit: int | None,
                store: Store, predict: bool, batch_size: int,
                model_send: ObjectSendStream[Sample], outlet: ScoreOutlet,
-               collect: Collector, progress: Progress) -> None:
+               collect: Collector, progress: Progress,
+               likelihoods: Likelihoods | None = None) -> None:
     """Samples of every (model, dataset) in ``pairs``, in order: stored predictions to
     ``outlet`` (scoring), the rest to ``model_send`` when ``predict``, else finished as
-    ``missing``."""
+    ``missing``. A PPL sample's likelihoods are stored per request, not under its key:
+    it goes to the model callers, or in ``--mode eval`` is completed from the store."""
     async with model_send, outlet:
         for model, dataset in pairs:
+            if likelihoods is not None and dataset.abbr in likelihoods.datasets:
+                for sample in samples(model, dataset, limit):
+                    await _likelihoods(sample, model, likelihoods, predict, model_send,
+                                       outlet, collect, progress)
+                continue
             batch: list[Sample] = []
             for sample in samples(model, dataset, limit):
                 batch.append(sample)
@@ -63,6 +71,30 @@ async def read(pairs: Sequence[tuple[ModelSpec, DatasetSpec]], limit: int | None
                     await _route(batch, store, predict, model_send, outlet, collect, progress)
                     batch = []
             await _route(batch, store, predict, model_send, outlet, collect, progress)
+
+
+async def _likelihoods(sample: Sample, model: ModelSpec, likelihoods: Likelihoods,
+                       predict: bool, model_send: ObjectSendStream[Sample],
+                       outlet: ScoreOutlet, collect: Collector, progress: Progress) -> None:
+    """Route one PPL sample: to the model callers, or completed from the store."""
+    if predict:
+        await send(model_send, sample)
+        return
+    completion = await likelihoods.stored(sample, model)
+    if completion is None:
+        await collect.add(_missing(sample))
+    else:
+        progress.cached += 1
+        await outlet.put(completion)
+
+
+def _missing(sample: Sample) -> SampleResult:
+    """A ``--mode eval`` sample with nothing stored: finished, not scored."""
+    return SampleResult(
+        sample.dataset, sample.model, sample.index, sample.replica, "missing",
+        sample.messages, None, None, sample.reference, None,
+        "no stored prediction (run without --mode eval to predict it)",
+        cause="no stored prediction")
 
 
 async def _route(batch: list[Sample], store: Store, predict: bool,
@@ -79,10 +111,6 @@ async def _route(batch: list[Sample], store: Store, predict: bool,
             await outlet.put(Completion(sample, "ok", hit[0], hit[1], None, hit[2], hit[3],
                                         0, True, hit[4]))
         elif not predict:
-            await collect.add(SampleResult(
-                sample.dataset, sample.model, sample.index, sample.replica, "missing",
-                sample.messages, None, None, sample.reference, None,
-                "no stored prediction (run without --mode eval to predict it)",
-                cause="no stored prediction"))
+            await collect.add(_missing(sample))
         else:
             await send(model_send, sample)
