@@ -66,9 +66,7 @@ async def test_a_dropped_connection_is_a_retryable_harness_error(transport):
     assert isinstance(exc, NetworkError if transport == "aiohttp" else TransportTimeout)
 
 
-@pytest.mark.parametrize("transport", ["aiohttp", pytest.param("openai", marks=pytest.mark.xfail(
-    strict=True, reason="the SDK's aiohttp client raises ConnectTimeout for a refusal (the "
-                        "ConnectionRefusedError is at the end of its chain); kept as it was"))])
+@pytest.mark.parametrize("transport", ["aiohttp", "openai"])
 async def test_a_refused_connection_says_so(transport):
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))

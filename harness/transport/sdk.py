@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConnectTimeout, HTTPStatusError, TransportError, TransportTimeout
+from ..errors import ConnectError, ConnectTimeout, HTTPStatusError, TransportError, TransportTimeout
 from .base import CONNECT_TIMEOUT, connection_error, decoded, exception_chain
 
 
@@ -75,6 +75,11 @@ def translated(exc: Exception) -> TransportError | None:
 
     text = str(exc) or type(exc).__name__
     if isinstance(exc, (TimeoutError, openai.APITimeoutError)):
+        # The SDK's aiohttp client reports a refused connection as a connect timeout,
+        # with the refusal at the end of the chain: say what really happened.
+        refused = connection_error(exc)
+        if isinstance(refused, ConnectError):  # a refusal or an unknown host underneath
+            return refused
         # httpx's ConnectTimeout, or aiohttp's under the SDK's aiohttp client.
         if any(type(e).__name__ in ("ConnectTimeout", "ConnectionTimeoutError")
                for e in exception_chain(exc)):
