@@ -114,3 +114,34 @@ async def test_replicas_report_the_configured_pass_at_k(tmp_path):
     expected = {k: 100 * sum(pass_at_k(10, c, k) for c in correct_of) / 5 for k in (1, 10)}
     assert summary["pass_at_k"]["pass@1"] == expected[1] == 38.0
     assert summary["pass_at_k"]["pass@10"] == expected[10] == 80.0
+
+
+async def test_a_code_rule_layer_in_a_cascade_runs_its_programs_and_judges_the_failures(
+        tmp_path):
+    judged: list[str] = []
+
+    def replay(body: dict) -> str:
+        if body["model"] == "judge-model":
+            judged.append(body["messages"][-1]["content"])
+            return "B"
+        return every_other(body)
+
+    spec = runpy.run_path(str(DATASETS / "humaneval.py"))["datasets"][0]
+    rule = spec["eval_cfg"]["evaluator"]
+    spec = {**spec, "path": str(DATASETS / spec["path"]), "eval_cfg": {**spec["eval_cfg"],
+            "evaluator": dict(
+                type=harness.CascadeEvaluator, rule_evaluator=rule, parallel=False,
+                llm_evaluator=dict(
+                    type=harness.GenericLLMEvaluator,
+                    prompt_template=harness.judge_template("grader"),
+                    judge_cfg=dict(path="judge-model", openai_api_base="{url}")))}}
+    async with FakeOpenAI(responder=replay) as srv:
+        judge = spec["eval_cfg"]["evaluator"]["llm_evaluator"]["judge_cfg"]
+        judge["openai_api_base"] = srv.base_url
+        report = await harness.evaluate(datasets=[spec], models=_model(srv),
+                                        work_dir=tmp_path / "w", limit=6)
+    summary = report.summaries[0]
+    # The programs ran (no evaluator errors): 3 passed; the 3 failures went to the judge,
+    # which said B (incorrect) for each.
+    assert summary["counts"] == {"ok": 6} and summary["correct"] == 3
+    assert summary["cascade_stats"]["rule_correct"] == 3 and len(judged) == 3

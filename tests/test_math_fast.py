@@ -132,3 +132,11 @@ def test_the_fast_path_never_imports_sympy():
             "assert fast_detail('\\\\frac{\\\\pi}{2}', '\\\\frac{\\\\pi}{2}')['correct']; "
             "assert not {'sympy', 'math_verify', 'latex2sympy2_extended'} & set(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_number_too_long_for_int_is_left_to_math_verify():
+    # int() refuses over 4,300 digits; the fast path must defer, not raise (an exception
+    # here made the sample an evaluator error, pending for good).
+    evaluator = MATHVerifyEvaluator()
+    assert evaluator.fast_score("1" * 5000, "1" * 5000) is None
+    assert evaluator.fast_score("1" * 5000, "12") is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+import anyio
 import pytest
 
 from harness.sandbox import Limits, SandboxUnavailable, check_bwrap, resolve, run_program
@@ -87,3 +88,16 @@ async def test_the_unsafe_mode_runs_the_program_with_the_same_limits():
 def test_a_limit_must_be_positive():
     with pytest.raises(ValueError, match="Limits.memory"):
         Limits(memory=0)
+
+
+async def test_a_run_that_would_execute_code_without_bwrap_exits_2_before_any_request(
+        tmp_path):
+    from .test_cli import cli, env
+
+    result = await anyio.run_process(
+        cli("run", "humaneval", "--limit", "1", "-w", str(tmp_path / "w"),
+            "--model-base-url", "http://127.0.0.1:9/v1", "--model", "m"),
+        env=env(PATH=str(tmp_path)), check=False)
+    assert result.returncode == 2  # could not start: not 1 (samples pending)
+    assert b"apt-get install bubblewrap" in result.stderr
+    assert not (tmp_path / "w" / "harness.db").exists()

@@ -38,7 +38,7 @@ class BaseEvaluator:
 
     needs_worker: ClassVar[bool] = False
     #: Evaluators that run programs (code) are awaited through ``ascore_sample``.
-    executes: ClassVar[bool] = False
+    executes: bool = False
     metric: ClassVar[str] = "accuracy"
     timeout: float = 30.0
 
@@ -56,6 +56,12 @@ class BaseEvaluator:
     def score_sample(self, prediction: Any, reference: Any,
                      test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Score one sample: a dict with at least ``correct``, ``pred`` and ``answer``."""
+        raise NotImplementedError
+
+    async def ascore_sample(self, prediction: Any, reference: Any,
+                            test_item: Mapping[str, Any], cache: Any) -> dict[str, Any]:
+        """Score one sample by running something (``executes`` evaluators), with
+        ``cache`` (the run's store) keeping the outcomes."""
         raise NotImplementedError
 
     def fast_score(self, prediction: Any, reference: Any) -> dict[str, Any] | None:

@@ -15,6 +15,8 @@ execution is reused rather than run again.
 
 from __future__ import annotations
 
+import platform
+
 import re
 from typing import Any, ClassVar, Mapping, Protocol, Sequence
 
@@ -50,7 +52,7 @@ class CodeEvaluator(BaseEvaluator):
     you trust). Without a working bwrap, construction raises ``SandboxUnavailable``.
     """
 
-    executes: ClassVar[bool] = True
+    executes = True
     metric: ClassVar[str] = "pass@1"
 
     def __init__(self, k: int | Sequence[int] = (1,), limits: Mapping[str, Any] | None = None,
@@ -80,10 +82,11 @@ class CodeEvaluator(BaseEvaluator):
         raise NotImplementedError
 
     def execution_key(self, program: str, row: Mapping[str, Any]) -> str:
-        """What decides an execution's outcome: the program, the tests, the limits and
-        the sandbox kind."""
+        """What decides an execution's outcome: the program, the tests, the limits, the
+        sandbox kind and the Python that runs it (a newer one may pass or fail otherwise)."""
         return content_key("execution", program=program, tests=self.tests(row),
-                           limits=self.limits.as_key(), sandbox=self.sandbox)
+                           limits=self.limits.as_key(), sandbox=self.sandbox,
+                           python=platform.python_version())
 
     async def ascore_sample(self, prediction: Any, reference: Any,
                             test_item: Mapping[str, Any] | None = None,

@@ -117,6 +117,11 @@ class CascadeEvaluator(BaseEvaluator):
                                  and sample_score_fn is None)
         if self.rule_evaluator is not None:
             self.timeout = self.rule_evaluator.timeout
+        # A code rule layer runs its programs through the score stage's async path, and
+        # its pass@k values are the cascade's.
+        self.executes = bool(self.rule_evaluator and self.rule_evaluator.executes
+                             and sample_score_fn is None)
+        self.k = getattr(self.rule_evaluator, "k", None)
 
     def warm_up(self) -> None:
         """Warm the rule layer."""
@@ -128,6 +133,17 @@ class CascadeEvaluator(BaseEvaluator):
         """Not available: the judge layer needs the judge stage of a run."""
         raise NotImplementedError("CascadeEvaluator judges inside a run: use "
                                   "harness.evaluate() or `python -m harness run`")
+
+    async def ascore_sample(self, prediction: Any, reference: Any,
+                            test_item: Mapping[str, Any], cache: Any) -> dict[str, Any]:
+        """The rule layer's verdict on one sample, for a rule layer that ``executes``."""
+        rule = self.rule_evaluator
+        assert rule is not None and self.executes
+        if rule.pred_postprocessor is not None:
+            prediction = rule.pred_postprocessor(prediction, test_item=test_item)
+        detail: dict[str, Any] = await rule.ascore_sample(prediction, reference, test_item,
+                                                          cache)
+        return detail
 
     def score_sample(self, prediction: Any, reference: Any,
                      test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -61,8 +61,15 @@ class _Value:
         self.value, self.decimal, self.digits = value, decimal, digits
 
 
+#: Longer answers go to math-verify, which bounds its own work with a timeout.
+MAX_NUMBER_CHARS = 200
+
+
 def _number(text: str) -> _Value | None:
-    """``text`` as a plain number, or ``None`` when it is anything else."""
+    """``text`` as a plain number, or ``None`` when it is anything else (or too long to
+    be worth deciding here: Python refuses ``int()`` of over 4,300 digits)."""
+    if len(text) > MAX_NUMBER_CHARS:
+        return None
     m = _NUMBER.fullmatch(text)
     if m is not None:
         whole = re.sub(r"\D", "", m["int"] or "") or "0"

@@ -39,7 +39,11 @@ _ETC = ("/etc/ld.so.cache", "/etc/localtime", "/etc/alternatives")
 
 
 class SandboxUnavailable(HarnessError):
-    """No working sandbox on this machine: harness refuses to run model-written code."""
+    """No working sandbox on this machine: harness refuses to run model-written code.
+
+    ``exit_code`` 2: the run could not start (no sample is pending, none was run)."""
+
+    exit_code = 2
 
 
 def python_executable() -> str:
