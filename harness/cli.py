@@ -49,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "http://localhost:8000/v1 (overrides the config's models)")
     run.add_argument("--model", help="model name sent to the endpoint (default: the "
                      "first one its /v1/models lists)")
+    run.add_argument("--model-api", choices=["chat", "completions", "auto"],
+                     help="where prompts go: chat (/chat/completions, the default), "
+                     "completions (/completions), or auto (text prompts, including PPL "
+                     "candidates, to /completions)")
     run.add_argument("--api-key-env", metavar="VAR",
                      help="name of the environment variable holding the API key")
     run.add_argument("--timeout", type=_positive(float, "MAX_TIMEOUT"),
@@ -147,7 +151,7 @@ def _run(args: argparse.Namespace) -> int:
 
         # Made here, inside the error handling below: they check their values.
         overrides = ModelOverrides(args.model_base_url, args.model, args.api_key_env,
-                                   args.timeout, args.max_attempts)
+                                   args.timeout, args.max_attempts, args.model_api)
         options = RunOptions(work_dir=args.work_dir, mode=args.mode,
                              concurrency=args.concurrency, limit=args.limit,
                              dump_details=args.dump_details, rule_workers=args.rule_workers,

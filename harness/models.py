@@ -67,11 +67,16 @@ class ModelOverrides:
     api_key_env: str | None = None
     timeout: float | None = None
     max_attempts: int | None = None
+    #: Where prompts go (``chat``, ``completions`` or ``auto``), for every model.
+    api: str | None = None
 
     def __post_init__(self) -> None:
         # The CLI checks its flags already; a library caller passes values straight in.
         positive(self.timeout, "--timeout", float, MAX_TIMEOUT)
         positive(self.max_attempts, "--max-attempts", int, MAX_ATTEMPTS)
+        if self.api is not None:
+            with within("--model-api"):
+                _api({"api": self.api})
 
 
 def resolve_models(config_models: list[Mapping[str, Any]], overrides: ModelOverrides,
@@ -121,7 +126,8 @@ def model_spec(cfg: Mapping[str, Any], where: str, overrides: ModelOverrides = M
             base_url=str(base_url).rstrip("/"),
             api_key=_api_key(cfg, overrides, env),
             **{**settings, "timeout": _given(overrides.timeout, settings["timeout"]),
-               "max_attempts": _given(overrides.max_attempts, settings["max_attempts"])},
+               "max_attempts": _given(overrides.max_attempts, settings["max_attempts"]),
+               "api": overrides.api or settings["api"]},
         )
 
 

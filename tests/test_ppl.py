@@ -337,3 +337,21 @@ async def test_mode_eval_rescores_stored_likelihoods_and_reports_the_rest_missin
     # the two never predicted are missing, not wrong.
     assert result["correct"] == 4 and result["counts"] == {"missing": 2, "ok": 4}
     assert result["complete"] is False
+
+
+async def test_the_shipped_ppl_config_runs_from_the_command_line_with_model_api(tmp_path):
+    async with FakeOpenAI() as srv:
+        base = ["run", "bbh_ppl", "--limit", "2", "-q", "--model-base-url", srv.base_url,
+                "--model", "fake-model"]
+        chat = await anyio.run_process(cli(*base, "-w", str(tmp_path / "chat")),
+                                       env=env(), check=False)
+        done = await anyio.run_process(
+            cli(*base, "--model-api", "completions", "-w", str(tmp_path / "w")),
+            env=env(), check=False)
+    # A text template on a chat endpoint cannot be scored by likelihood: refused, with
+    # the fix; --model-api completions sends the candidates to /completions (echo).
+    assert chat.returncode == 2 and b"api" in chat.stderr
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    result = json.loads((tmp_path / "w" / "summary.json").read_text())["results"]
+    assert {r["dataset"] for r in result} >= {"bbh-date_understanding-ppl"}
+    assert all(r["total"] == 2 and r["complete"] for r in result)
