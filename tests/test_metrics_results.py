@@ -212,3 +212,22 @@ async def test_nq_open_em_and_f1_equal_the_official_squad_functions(tmp_path):
     assert sum(r["correct"] for r in rows) == data["correct"]
     b = data["metrics"]["em"]
     assert f"em {b['value']:.2f} [{b['ci95'][0]:.2f}, {b['ci95'][1]:.2f}]" in report.table()
+
+
+def test_an_accuracy_result_keeps_its_json_shape():
+    # Every existing benchmark's results JSON: flat accuracy keys, no "metrics" section.
+    from harness.evaluators import build_evaluator
+    from harness.records import SampleResult
+    from harness.results import Accumulator
+
+    acc = Accumulator("m", "d", "all", evaluator=build_evaluator(dict(type="AccEvaluator")))
+    for i in range(4):
+        acc.add(SampleResult("d", "m", i, 0, "ok", (), "A", "A", "A", i < 3))
+    data = acc.summary().to_json()
+    assert list(data) == [
+        "model", "dataset", "mode", "total", "scored", "correct", "counts",
+        "cached_predictions", "complete", "pending", "pending_counts", "pending_causes",
+        "accuracy", "accuracy_bounds", "accuracy_ci95", "extract_rate", "evaluator",
+        "call_stats"]
+    assert data["accuracy"] == 75.0 and data["accuracy_bounds"] == [75.0, 75.0]
+    assert data["accuracy_ci95"] == [30.06, 95.44]

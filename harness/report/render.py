@@ -38,7 +38,7 @@ def render_html(report: dict[str, Any]) -> str:
         _summary_table(report["summaries"]),
         '<p class="note">Accuracy is over every sample, with its 95% Wilson interval; a '
         "result with pending samples (a failed model or judge call) is incomplete and shows "
-        "only the range its accuracy lies in. Extract rate is the share of scored replies "
+        "only the range its metric lies in. Extract rate is the share of scored replies "
         "an answer was found in. A text metric (BLEU, chrF, ROUGE, EM, F1) is shown by "
         "name, BLEU and chrF as corpus scores, with a 95% interval (Wilson for a 0/1 "
         "judgement such as EM, a bootstrap over samples otherwise).</p></section>",
