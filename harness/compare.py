@@ -34,8 +34,8 @@ from typing import Any
 from .errors import HarnessError
 from .paths import details_path
 from .records import SCORED_STATUSES
-from .results import wilson_bounds
 from .report.workdir import iter_details, load_summaries
+from .results import wilson_bounds
 from .summary import PRIMARY_METRIC, ResultSummary
 
 _PRED_CHARS = 200

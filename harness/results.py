@@ -2,7 +2,8 @@
 
 Memory holds counters (and, per sample, a details-file offset and, with replicas, its
 correct count; with a text-metric evaluator, each metric's few per-sample numbers, see
-``harness.metrics.aggregate.MetricSums``); details are streamed to ``details/MODEL/DATASET.jsonl`` as
+``harness.metrics.aggregate.MetricSums``); details are streamed to
+``details/MODEL/DATASET.jsonl`` as
 results arrive and put in sample order at the end (only offsets are kept to do that).
 """
 
@@ -15,9 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-from .records import (INFER_PENDING_STATUSES, NO_ANSWER_STATUSES, SCORED_STATUSES,
-                      UNPREDICTED_STATUSES, SampleResult)
+from .records import (
+    INFER_PENDING_STATUSES,
+    NO_ANSWER_STATUSES,
+    SCORED_STATUSES,
+    UNPREDICTED_STATUSES,
+    SampleResult,
+)
 from .summary import PRIMARY_METRIC, MetricValue, PendingCause, ResultSummary
+
 # Re-exported: the table lives in its own module, callers import it from here.
 from .table import summary_table  # noqa: F401
 
@@ -212,7 +219,8 @@ class Accumulator:
             scored=self.scored, correct=self.correct, counts=dict(sorted(self.by_status.items())),
             cached_predictions=self.cached, complete=complete, pending=pending,
             pending_counts=pending_counts, pending_causes=causes, metrics=metrics,
-            primary_metric=next(iter(metrics), PRIMARY_METRIC), extract_rate=extract_rate, replica_metrics=replicas,
+            primary_metric=next(iter(metrics), PRIMARY_METRIC),
+            extract_rate=extract_rate, replica_metrics=replicas,
             judge_mode=self.judge_mode,
             cascade_stats=self.cascade_stats() if self.judge_mode is not None else None,
             details=str(self.details_path) if self.details_path is not None else None)

@@ -8,8 +8,8 @@ import collections
 import json
 import re
 import string
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 import sacrebleu
@@ -79,7 +79,7 @@ async def test_ntrex_results_are_sacrebleu_corpus_scores_of_the_stored_outputs(t
     assert bleu["value"] == pytest.approx(sacrebleu.corpus_bleu(hyps, refs).score, abs=1e-4)
     assert chrf["value"] == pytest.approx(sacrebleu.corpus_chrf(hyps, refs).score, abs=1e-4)
     # The corpus score, not a mean of sentence scores (they differ on these outputs).
-    mean = sum(sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(hyps, refs[0])) / LIMIT
+    mean = sum(sacrebleu.sentence_bleu(h, [r]).score for h, r in zip(hyps, refs[0], strict=True)) / LIMIT
     assert abs(bleu["value"] - mean) > 0.5
     for metric in (bleu, chrf):
         assert metric["ci95"][0] < metric["value"] < metric["ci95"][1]

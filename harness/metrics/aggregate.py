@@ -111,7 +111,7 @@ class MetricSums:
         self.n += 1
         if status in SCORED_STATUSES:
             detail = self.filler.scored(fields)
-            for stat, rows in zip(self.stats, self._rows):
+            for stat, rows in zip(self.stats, self._rows, strict=True):
                 rows[index] = _plus(rows.get(index), stat.row(detail))
             return
         self.pending += 1
@@ -137,8 +137,9 @@ class MetricSums:
                 value, ci = stat.measure(rows, resamples, seed)
                 out[stat.name] = MetricValue(stat.name, value, ci, (stat.key,), self.n)
                 continue
-            low = stat.scores_of([*rows, self._worst[i]])
-            high = stat.scores_of([*rows, self._best[i]])
+            worst, best = self._worst[i], self._best[i]
+            assert worst is not None and best is not None  # set with the first pending
+            low, high = stat.scores_of([*rows, worst]), stat.scores_of([*rows, best])
             out[stat.name] = MetricValue(stat.name, None, None, (stat.key,), self.n,
                                          bounds=(min(low, high), max(low, high)))
         self._cache = (self.n, out)
@@ -146,7 +147,7 @@ class MetricSums:
 
 
 def _plus(total: list[float] | None, numbers: list[float]) -> list[float]:
-    return numbers if total is None else [a + b for a, b in zip(total, numbers)]
+    return numbers if total is None else [a + b for a, b in zip(total, numbers, strict=True)]
 
 
 def metric_values(evaluator: BaseEvaluator, rows: Iterable[Mapping[str, Any]],
