@@ -198,7 +198,7 @@ def _run(args: argparse.Namespace) -> int:
         print(_kept_line(model, dataset, kept, report.result(dataset, model)), file=sys.stderr)
     if report.failed:
         print(f"INCOMPLETE: {report.failed} samples are pending, so no result above is "
-              "final: each shows the range its accuracy lies in. See 'status' and "
+              "final: each shows the range its metric lies in. See 'status' and "
               "'error' in the details.", file=sys.stderr)
         for line in _pending_lines(report.summaries):
             print(f"  {line}", file=sys.stderr)

@@ -14,6 +14,14 @@ two accuracies, combined through the correlation of the paired verdicts. Unlike 
 normal (Wald) interval it stays within ±100 points and keeps its coverage when few
 samples changed or an accuracy is near 0 or 100%. Numbers are in percentage points; no
 samples in common, no interval (``None``).
+
+**Any other metric** (a result whose ``primary_metric`` is BLEU, EM, F1 …) gets a paired
+bootstrap interval of B − A for every metric of its evaluator
+(``harness.metrics.paired``), under ``"metrics"``; the verdict counts above are kept
+where the evaluator gives per-sample verdicts (EM does, BLEU does not). The evaluator
+is rebuilt from the name in the results with its default options: the per-sample
+statistics in the details are what is summed, so options that only shape those
+(BLEU's tokenizer) do not matter, and a result scored otherwise is refused.
 """
 
 from __future__ import annotations
@@ -23,11 +31,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+from .errors import HarnessError
 from .paths import details_path
 from .records import SCORED_STATUSES
-from .results import wilson_bounds
 from .report.workdir import iter_details, load_summaries
-from .summary import ResultSummary
+from .results import wilson_bounds
+from .summary import PRIMARY_METRIC, ResultSummary
 
 _PRED_CHARS = 200
 
@@ -97,16 +106,59 @@ def compare_verdicts(a: dict[tuple[int, int], tuple[Any, bool]],
 
 def compare_dirs(work_a: str | Path, work_b: str | Path) -> dict[str, Any]:
     """The comparison of every (model, dataset) in both work directories."""
-    summaries_a = {ResultSummary.from_json(s).pair for s in load_summaries(work_a)}
-    summaries_b = {ResultSummary.from_json(s).pair for s in load_summaries(work_b)}
+    summaries_a = {s.pair: s for s in map(ResultSummary.from_json, load_summaries(work_a))}
+    summaries_b = {s.pair: s for s in map(ResultSummary.from_json, load_summaries(work_b))}
     pairs = []
-    for model, dataset in sorted(summaries_a & summaries_b):
-        result = compare_verdicts(load_verdicts(details_path(work_a, model, dataset)),
-                                  load_verdicts(details_path(work_b, model, dataset)))
+    for model, dataset in sorted(summaries_a.keys() & summaries_b.keys()):
+        path_a, path_b = details_path(work_a, model, dataset), details_path(work_b, model, dataset)
+        result = compare_verdicts(load_verdicts(path_a), load_verdicts(path_b))
+        summary = summaries_b[(model, dataset)]
+        if summary.primary_metric != PRIMARY_METRIC and summary.evaluator:
+            result.update(compare_metrics(summary.evaluator, summary.primary_metric,
+                                          path_a, path_b))
         pairs.append({"model": model, "dataset": dataset, **result})
     return {"a": str(work_a), "b": str(work_b), "pairs": pairs,
-            "only_in_a": [f"{m}/{d}" for m, d in sorted(summaries_a - summaries_b)],
-            "only_in_b": [f"{m}/{d}" for m, d in sorted(summaries_b - summaries_a)]}
+            "only_in_a": [f"{m}/{d}" for m, d in sorted(summaries_a.keys() - summaries_b.keys())],
+            "only_in_b": [f"{m}/{d}" for m, d in sorted(summaries_b.keys() - summaries_a.keys())]}
+
+
+def compare_metrics(evaluator_name: str, primary: str, path_a: Path,
+                    path_b: Path) -> dict[str, Any]:
+    """Every metric of the evaluator in both runs, with the paired bootstrap interval of
+    B − A: ``{"primary_metric", "paired", "unmatched_a", "unmatched_b", "metrics"}``."""
+    from .evaluators import build_evaluator
+    from .metrics.paired import paired_differences
+
+    evaluator = build_evaluator({"type": evaluator_name})
+    keys = {stat.key for stat in evaluator.statistics()}
+    rows_a, rows_b = _metric_rows(path_a, keys), _metric_rows(path_b, keys)
+    try:
+        diffs = paired_differences(evaluator, rows_a, rows_b)
+    except (TypeError, ValueError, IndexError) as exc:
+        raise HarnessError(f"{path_a} and {path_b}: the per-sample fields of "
+                         f"{', '.join(sorted(keys))} are not {evaluator_name}'s: {exc}") from exc
+    scored_a = {(r["index"], r["replica"]) for r in rows_a if r["status"] in SCORED_STATUSES}
+    scored_b = {(r["index"], r["replica"]) for r in rows_b if r["status"] in SCORED_STATUSES}
+    paired = len(scored_a & scored_b)
+    return {"primary_metric": primary, "paired": paired,
+            "unmatched_a": len(scored_a) - paired, "unmatched_b": len(scored_b) - paired,
+            "metrics": {name: d.to_json() for name, d in diffs.items()}}
+
+
+def _metric_rows(path: Path, keys: set[str]) -> list[dict[str, Any]]:
+    """The rows of a details file with only what the metrics read: the texts are
+    dropped, except the reference of a row without the metric fields (it is scored as
+    an empty prediction against it)."""
+    if not path.is_file():
+        return []
+    out = []
+    for _, row in iter_details(path):
+        slim = {k: row.get(k) for k in ("index", "replica", "status", "correct")}
+        slim.update({k: row[k] for k in keys if k in row})
+        if not keys <= slim.keys():
+            slim["reference"] = row.get("reference")
+        out.append(slim)
+    return out
 
 
 def format_text(result: dict[str, Any], max_changed: int = 200) -> str:
@@ -123,6 +175,13 @@ def format_text(result: dict[str, Any], max_changed: int = 200) -> str:
                          f"{p['unmatched_b']} scored only in B")
         if not p["paired"]:
             continue
+        for name, d in (p.get("metrics") or {}).items():
+            ci = d["ci95"]
+            ci_text = f"95% CI {ci[0]:+.2f} to {ci[1]:+.2f}" if ci else "no interval"
+            lines.append(f"  {name} A {d['a']:.2f}  B {d['b']:.2f}  difference "
+                         f"{d['difference']:+.2f} ({ci_text}, paired bootstrap)")
+        if p.get("metrics") and p["accuracy_a"] is None:
+            continue  # no per-sample verdicts (BLEU): nothing changed verdict
         ci = p["ci95"]
         ci_text = f"95% CI {ci[0]:+.2f} to {ci[1]:+.2f}" if ci else "no samples in common"
         lines.append(f"  accuracy A {p['accuracy_a']:.2f}%  B {p['accuracy_b']:.2f}%  "

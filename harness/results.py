@@ -1,7 +1,9 @@
 """Per-(model, dataset) aggregation, results JSON, details JSONL and the summary table.
 
 Memory holds counters (and, per sample, a details-file offset and, with replicas, its
-correct count); details are streamed to ``details/MODEL/DATASET.jsonl`` as
+correct count; with a text-metric evaluator, each metric's few per-sample numbers, see
+``harness.metrics.aggregate.MetricSums``); details are streamed to
+``details/MODEL/DATASET.jsonl`` as
 results arrive and put in sample order at the end (only offsets are kept to do that).
 """
 
@@ -12,11 +14,23 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from .records import (INFER_PENDING_STATUSES, NO_ANSWER_STATUSES, SCORED_STATUSES,
-                      UNPREDICTED_STATUSES, SampleResult)
+from .records import (
+    INFER_PENDING_STATUSES,
+    NO_ANSWER_STATUSES,
+    SCORED_STATUSES,
+    UNPREDICTED_STATUSES,
+    SampleResult,
+)
 from .summary import PRIMARY_METRIC, MetricValue, PendingCause, ResultSummary
+
+# Re-exported: the table lives in its own module, callers import it from here.
+from .table import summary_table  # noqa: F401
+
+if TYPE_CHECKING:
+    from .evaluators.base import BaseEvaluator
+    from .metrics.aggregate import MetricSums
 
 #: Distinct causes of pending samples counted per result; the rest are "other causes"
 #: (an evaluator bug can fail every sample in its own words).
@@ -38,6 +52,9 @@ class Accumulator:
     replicas: int = 1
     #: The pass@k values to report with replicas (the evaluator's ``k``); None: 1, 2, 4, … n.
     pass_k: tuple[int, ...] | None = None
+    #: The dataset's evaluator: one with metrics of its own (BLEU, EM …) gets them
+    #: computed here; any other result's metric is accuracy over ``correct``.
+    evaluator: BaseEvaluator | None = None
     total: int = 0
     correct: int = 0
     scored: int = 0
@@ -59,6 +76,15 @@ class Accumulator:
     _fh: BinaryIO | None = None
     _written: int = 0
     _offsets: list[tuple[int, int, int, int]] = field(default_factory=list)
+    _metrics: MetricSums | None = None
+
+    def __post_init__(self) -> None:
+        # Judge and cascade results are accuracies, whatever rule layer they have.
+        if (self.evaluator is not None and self.mode != "infer" and self.judge_mode is None
+                and self.evaluator.reports_own_metrics()):
+            from .metrics.aggregate import MetricSums
+
+            self._metrics = MetricSums(self.evaluator)
 
     def open(self) -> None:
         """Start a fresh details file (every run rewrites it from all samples)."""
@@ -74,6 +100,9 @@ class Accumulator:
         self.by_status[result.status] = self.by_status.get(result.status, 0) + 1
         if result.status not in SCORED_STATUSES:
             self._count_cause(result)
+        if self._metrics is not None:
+            self._metrics.add(result.index, result.status,
+                              {**result.details, "correct": result.correct}, result.reference)
         if result.rule_correct is not None:  # a cascade's rule layer, judged or not
             self.rule_scored += 1
             self.rule_correct += result.rule_correct
@@ -166,13 +195,16 @@ class Accumulator:
         metrics: dict[str, MetricValue] = {}
         extract_rate = replicas = None
         if self.mode != "infer":
+            extract_rate = (100.0 * (self.scored - no_answer) / self.scored
+                            if self.scored else None)
+        if self._metrics is not None:
+            metrics = self._metrics.values()
+        elif self.mode != "infer":
             value = 100.0 * self.correct / self.total if complete else None
             bounds = ((round(100.0 * self.correct / self.total, 4),
                        round(100.0 * (self.correct + pending) / self.total, 4))
                       if self.total else None)
             ci = wilson_interval(self.correct, self.total) if complete else None
-            extract_rate = (100.0 * (self.scored - no_answer) / self.scored
-                            if self.scored else None)
             if self.replicas > 1:
                 computed = replica_metrics(self._per_sample, self._per_replica, self.replicas,
                                            self.pass_k)
@@ -180,12 +212,14 @@ class Accumulator:
                 if complete:
                     replicas, ci = computed, sample_ci
             metrics[PRIMARY_METRIC] = MetricValue(PRIMARY_METRIC, value,
-                                                  (ci[0], ci[1]) if ci else None, bounds)
+                                                  (ci[0], ci[1]) if ci else None,
+                                                  bounds=bounds)
         return ResultSummary(
             model=self.model, dataset=self.dataset, mode=self.mode, total=self.total,
             scored=self.scored, correct=self.correct, counts=dict(sorted(self.by_status.items())),
             cached_predictions=self.cached, complete=complete, pending=pending,
             pending_counts=pending_counts, pending_causes=causes, metrics=metrics,
+            primary_metric=next(iter(metrics), PRIMARY_METRIC),
             extract_rate=extract_rate, replica_metrics=replicas,
             judge_mode=self.judge_mode,
             cascade_stats=self.cascade_stats() if self.judge_mode is not None else None,
@@ -332,45 +366,3 @@ def write_json(path: Path, data: Any) -> None:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def summary_table(summaries: list[ResultSummary]) -> str:
-    """A plain-text table: one row per dataset, one column per model."""
-    models = list(dict.fromkeys(s.model for s in summaries))
-    datasets = list(dict.fromkeys(s.dataset for s in summaries))
-    cell = {(s.dataset, s.model): _cell(s) for s in summaries}
-    header = ["dataset", *models]
-    rows = [[d, *(cell.get((d, m), "-") for m in models)] for d in datasets]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
-    lines += [fmt.format(*r) for r in rows]
-    return "\n".join(lines)
-
-
-def _cell(s: ResultSummary) -> str:
-    if s.mode == "infer":
-        failed = s.pending
-        return (f"{s.total - failed} predicted"
-                + (f", INCOMPLETE: {failed} model_error" if failed else ""))
-    if not s.complete or s.accuracy is None or s.extract_rate is None:
-        return _incomplete_cell(s)
-    text = f"{s.accuracy:.2f} ({s.correct}/{s.scored}, extract {s.extract_rate:.0f}%)"
-    cascade = s.cascade_stats
-    if cascade and s.judge_mode in ("cascade", "parallel"):
-        # The seed asks for both layers, so results compare with pure-rule runs.
-        gain = cascade["final_accuracy"] - cascade["rule_accuracy"]
-        text += f" = rule {cascade['rule_accuracy']:.2f} + judge {gain:.2f}"
-    if cascade and cascade["unparsed"]:
-        text += f" [{cascade['unparsed']} unparsed]"
-    return text
-
-
-def _incomplete_cell(s: ResultSummary) -> str:
-    """No single number for an incomplete result: its bounds and what is pending."""
-    bounds = s.primary.bounds if s.primary else None
-    if not s.total or bounds is None:
-        return "n/a (no samples)"
-    low, high = bounds
-    pending = ", ".join(f"{n} {status}" for status, n in s.pending_counts.items())
-    return f"INCOMPLETE {low:.2f}..{high:.2f} ({s.correct}/{s.total} correct; pending: {pending})"

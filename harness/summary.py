@@ -2,9 +2,11 @@
 
 The results JSON (``results/MODEL/DATASET.json``, ``summary.json``) is its ``to_json()``;
 ``from_json()`` reads one back (an earlier run's result, say). A result carries any
-number of metrics (``metrics``: name → ``MetricValue``); ``accuracy`` is the primary one
-and keeps its flat JSON keys (``accuracy``, ``accuracy_bounds``, ``accuracy_ci95``), while
-any other metric is written under ``"metrics"``, so a new metric needs no new field.
+number of metrics (``metrics``: name → ``MetricValue``). Rule- and judge-scored results
+have ``accuracy`` as their primary metric, which keeps its flat JSON keys (``accuracy``,
+``accuracy_bounds``, ``accuracy_ci95``). A text-metric evaluator's result (BLEU, EM …)
+names its primary metric (``"primary_metric": "bleu"``) and writes every metric under
+``"metrics"``, so a new metric needs no new field.
 """
 
 from __future__ import annotations
@@ -13,38 +15,18 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The metric every rule- or judge-scored result has, and the one tables show.
+from .metrics.value import MetricValue, as_pair
+
+#: The primary metric of every rule- or judge-scored result.
 PRIMARY_METRIC = "accuracy"
 
 #: JSON keys written from fields (in this order); any other key read is kept in ``extra``.
 _KEYS = ("model", "dataset", "mode", "total", "scored", "correct", "counts",
          "cached_predictions", "complete", "pending", "pending_counts", "pending_causes",
-         "accuracy", "accuracy_bounds", "accuracy_ci95", "extract_rate", "metrics",
+         "accuracy", "accuracy_bounds", "accuracy_ci95", "primary_metric", "extract_rate",
+         "metrics",
          "judge_mode", "cascade_stats", "details", "evaluator", "judge_stats", "call_stats")
 _REPLICA_KEYS = ("avg_stderr", "replica_accuracy", "pass_at_k")
-
-
-@dataclass(frozen=True)
-class MetricValue:
-    """One metric of a result, in percent where it is a rate.
-
-    ``value`` is ``None`` while samples are pending; ``bounds`` is then the range it
-    lies in (every pending sample wrong … every one right), where that is defined.
-    """
-
-    name: str
-    value: float | None
-    ci95: tuple[float, float] | None = None
-    bounds: tuple[float, float] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"value", "ci95", "bounds"}`` (the name is the key it is written under)."""
-        return {"value": self.value, "ci95": _list(self.ci95), "bounds": _list(self.bounds)}
-
-    @classmethod
-    def from_json(cls, name: str, data: Mapping[str, Any]) -> MetricValue:
-        """The metric ``name`` from its ``to_json()``."""
-        return cls(name, data.get("value"), _pair(data.get("ci95")), _pair(data.get("bounds")))
 
 
 @dataclass(frozen=True)
@@ -78,8 +60,10 @@ class ResultSummary(Mapping[str, Any]):
     pending: int
     pending_counts: Mapping[str, int]
     pending_causes: tuple[PendingCause, ...] = ()
-    #: name → value; ``accuracy`` (``PRIMARY_METRIC``) unless ``mode`` is ``infer``.
+    #: name → value, primary first; none when ``mode`` is ``infer``.
     metrics: Mapping[str, MetricValue] = field(default_factory=dict)
+    #: The metric tables show: ``accuracy``, or a text-metric evaluator's (``bleu`` …).
+    primary_metric: str = PRIMARY_METRIC
     extract_rate: float | None = None
     #: With replicas (``n`` > 1) on a complete result: ``avg@K``, ``avg_stderr``,
     #: ``replica_accuracy`` and ``pass_at_k``, as written to the JSON.
@@ -100,14 +84,15 @@ class ResultSummary(Mapping[str, Any]):
 
     @property
     def primary(self) -> MetricValue | None:
-        """The primary metric (accuracy), if the result is scored."""
-        return self.metrics.get(PRIMARY_METRIC)
+        """The primary metric, if the result is scored."""
+        return self.metrics.get(self.primary_metric)
 
     @property
     def accuracy(self) -> float | None:
-        """Accuracy in percent; ``None`` while samples are pending (or in infer mode)."""
-        primary = self.primary
-        return primary.value if primary else None
+        """Accuracy in percent; ``None`` while samples are pending, in infer mode, or
+        when the result has no accuracy (a BLEU result)."""
+        accuracy = self.metrics.get(PRIMARY_METRIC)
+        return accuracy.value if accuracy else None
 
     def to_json(self) -> dict[str, Any]:
         """The results JSON of this result (the format ``results/`` files have)."""
@@ -121,15 +106,20 @@ class ResultSummary(Mapping[str, Any]):
                                for c in self.pending_causes],
         }
         primary = self.primary
-        if primary is not None:
+        if primary is not None and self.primary_metric == PRIMARY_METRIC:
             out["accuracy"] = primary.value
             out["accuracy_bounds"] = _list(primary.bounds)
             out["accuracy_ci95"] = _list(primary.ci95)
             out["extract_rate"] = self.extract_rate
             if self.replica_metrics:
                 out.update(self.replica_metrics)
+        elif primary is not None:
+            out["primary_metric"] = self.primary_metric
+            out["extract_rate"] = self.extract_rate
+        # Accuracy keeps its flat keys; every other metric (a text metric's primary
+        # included) is written under "metrics".
         others = {name: m.to_json() for name, m in self.metrics.items()
-                  if name != PRIMARY_METRIC}
+                  if name != PRIMARY_METRIC or self.primary_metric != PRIMARY_METRIC}
         if others:
             out["metrics"] = others
         if self.judge_mode is not None:
@@ -151,8 +141,8 @@ class ResultSummary(Mapping[str, Any]):
                    for name, value in (data.get("metrics") or {}).items()}
         if "accuracy" in data:
             metrics = {PRIMARY_METRIC: MetricValue(
-                PRIMARY_METRIC, data.get("accuracy"), _pair(data.get("accuracy_ci95")),
-                _pair(data.get("accuracy_bounds"))), **metrics}
+                PRIMARY_METRIC, data.get("accuracy"), as_pair(data.get("accuracy_ci95")),
+                bounds=as_pair(data.get("accuracy_bounds"))), **metrics}
         replica = {k: v for k, v in data.items()
                    if k.startswith("avg@") or k in _REPLICA_KEYS}
         known = {*_KEYS, *replica}
@@ -165,7 +155,8 @@ class ResultSummary(Mapping[str, Any]):
             pending_counts=dict(data.get("pending_counts") or {}),
             pending_causes=tuple(PendingCause(c["status"], c["cause"], c["count"])
                                  for c in data.get("pending_causes") or ()),
-            metrics=metrics, extract_rate=data.get("extract_rate"),
+            metrics=metrics, primary_metric=data.get("primary_metric") or PRIMARY_METRIC,
+            extract_rate=data.get("extract_rate"),
             replica_metrics=replica or None, judge_mode=data.get("judge_mode"),
             cascade_stats=data.get("cascade_stats"), details=data.get("details"),
             evaluator=data.get("evaluator"), judge_stats=data.get("judge_stats"),
@@ -184,7 +175,3 @@ class ResultSummary(Mapping[str, Any]):
 
 def _list(pair: tuple[float, float] | None) -> list[float] | None:
     return list(pair) if pair is not None else None
-
-
-def _pair(value: Any) -> tuple[float, float] | None:
-    return (value[0], value[1]) if isinstance(value, (list, tuple)) and len(value) == 2 else None

@@ -77,6 +77,13 @@ class BaseEvaluator:
 
         return (Statistic(self.metric, "correct", "proportion"),)
 
+    @classmethod
+    def reports_own_metrics(cls) -> bool:
+        """Whether the evaluator reports metrics of its own (BLEU, EM …) from its
+        per-sample fields, rather than the default accuracy over ``correct``; checked
+        without building them, so an accuracy run never imports numpy."""
+        return cls.statistics is not BaseEvaluator.statistics
+
     def aggregate(self, details: Sequence[Mapping[str, Any]],
                   name: str | None = None) -> MetricValue:
         """One metric (the primary one by default) over scored per-sample details,

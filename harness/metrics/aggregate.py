@@ -81,32 +81,82 @@ def clustered(stat: Statistic, rows: Iterable[tuple[Any, Mapping[str, Any]]]) ->
     return list(sums.values())
 
 
+class MetricSums:
+    """The metrics of one (model, dataset), fed one sample at a time.
+
+    Memory holds only numbers: per sample index, each metric's row of summed
+    statistics (BLEU's 10 counts, chrF's 18, ``[value, 1]`` for a mean), and for the
+    pending samples two running sums (as empty predictions, as their references).
+    Texts are never kept, so a streaming run's memory does not grow with reply length.
+    """
+
+    def __init__(self, evaluator: BaseEvaluator) -> None:
+        self.stats = evaluator.statistics()
+        self.filler = Filler(evaluator, self.stats)
+        self.n = 0
+        self.pending = 0
+        # Per metric: sample index → its row (replicas of one index summed).
+        self._rows: list[dict[Any, list[float]]] = [{} for _ in self.stats]
+        # Per metric: the pending samples' sums as empty answers, and as perfect ones.
+        self._worst: list[list[float] | None] = [None for _ in self.stats]
+        self._best: list[list[float] | None] = [None for _ in self.stats]
+        # The last ``values()`` and the sample count it was computed at: a summary is
+        # asked for more than once at the end of a run, the bootstrap need not be.
+        self._cache: tuple[int, dict[str, MetricValue]] | None = None
+
+    def add(self, index: Any, status: str, fields: Mapping[str, Any],
+            reference: Any) -> None:
+        """Count one sample: its ``status``, its evaluator ``fields`` (the details row's
+        per-sample fields) and ``reference`` (read only for a pending sample)."""
+        self.n += 1
+        if status in SCORED_STATUSES:
+            detail = self.filler.scored(fields)
+            for stat, rows in zip(self.stats, self._rows, strict=True):
+                rows[index] = _plus(rows.get(index), stat.row(detail))
+            return
+        self.pending += 1
+        row = {"reference": reference}
+        worst, best = self.filler.fill(row, best=False), self.filler.fill(row, best=True)
+        for i, stat in enumerate(self.stats):
+            self._worst[i] = _plus(self._worst[i], stat.row(worst))
+            self._best[i] = _plus(self._best[i], stat.row(best))
+
+    def add_row(self, row: Mapping[str, Any]) -> None:
+        """Count one details-JSONL row."""
+        self.add(row.get("index"), str(row.get("status")), row, row.get("reference"))
+
+    def values(self, resamples: int = RESAMPLES, seed: int = SEED) -> dict[str, MetricValue]:
+        """Every metric, primary first: a value and 95% interval when nothing is
+        pending, else ``bounds`` (pending samples all empty … all perfect)."""
+        if self._cache is not None and self._cache[0] == self.n:
+            return dict(self._cache[1])
+        out: dict[str, MetricValue] = {}
+        for i, stat in enumerate(self.stats):
+            rows = list(self._rows[i].values())
+            if not self.pending:
+                value, ci = stat.measure(rows, resamples, seed)
+                out[stat.name] = MetricValue(stat.name, value, ci, (stat.key,), self.n)
+                continue
+            worst, best = self._worst[i], self._best[i]
+            assert worst is not None and best is not None  # set with the first pending
+            low, high = stat.scores_of([*rows, worst]), stat.scores_of([*rows, best])
+            out[stat.name] = MetricValue(stat.name, None, None, (stat.key,), self.n,
+                                         bounds=(min(low, high), max(low, high)))
+        self._cache = (self.n, out)
+        return dict(out)
+
+
+def _plus(total: list[float] | None, numbers: list[float]) -> list[float]:
+    return numbers if total is None else [a + b for a, b in zip(total, numbers, strict=True)]
+
+
 def metric_values(evaluator: BaseEvaluator, rows: Iterable[Mapping[str, Any]],
                   resamples: int = RESAMPLES, seed: int = SEED) -> dict[str, MetricValue]:
     """Every metric of ``evaluator`` over the details rows of one (model, dataset)."""
-    stats = evaluator.statistics()
-    filler = Filler(evaluator, stats)
-    scored: list[tuple[Any, Mapping[str, Any]]] = []
-    pending: list[Mapping[str, Any]] = []
+    sums = MetricSums(evaluator)
     for row in rows:
-        if row.get("status") in SCORED_STATUSES:
-            scored.append((row.get("index"), filler.scored(row)))
-        else:
-            pending.append(row)
-    out: dict[str, MetricValue] = {}
-    worst = [(r.get("index"), filler.fill(r, best=False)) for r in pending]
-    best = [(r.get("index"), filler.fill(r, best=True)) for r in pending]
-    n = len(scored) + len(pending)
-    for stat in stats:
-        if not pending:
-            value, ci = stat.measure(clustered(stat, scored), resamples, seed)
-            out[stat.name] = MetricValue(stat.name, value, ci, (stat.key,), n)
-            continue
-        low = stat.scores_of(clustered(stat, scored + worst))
-        high = stat.scores_of(clustered(stat, scored + best))
-        out[stat.name] = MetricValue(stat.name, None, None, (stat.key,), n,
-                                     bounds=(min(low, high), max(low, high)))
-    return out
+        sums.add_row(row)
+    return sums.values(resamples, seed)
 
 
 def results_entry(evaluator: BaseEvaluator, rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

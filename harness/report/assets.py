@@ -115,7 +115,9 @@ JS = r"""
     item("extracted", s.pred === "" ? "(nothing extracted)" : s.pred);
     item("reference", s.reference);
     item("status", s.status + " \u00b7 " + (labels[s.cat] || s.cat));
-    item("final", s.correct === true ? "correct" : s.correct === false ? "wrong" : "not scored");
+    if (typeof s.score === "number") item("sample score", s.score.toFixed(2));
+    if (typeof s.score !== "number" || s.correct !== null)
+      item("final", s.correct === true ? "correct" : s.correct === false ? "wrong" : "not scored");
     if (s.rule) item("rule check", (s.rule.correct ? "correct" : "wrong") +
                      " (extracted " + JSON.stringify(s.rule.pred) + ")");
     if (s.judge) {

@@ -38,6 +38,9 @@ JUDGE_BARS = {"judge_correct": "judge-correct", "wrong": "wrong",
 RULE_BARS = {"correct": "correct", "wrong": "wrong", "extract_failed": "extraction failed",
              "error": "errors"}
 INFER_BARS = {"unscored": "predicted (not scored)", "error": "errors"}
+#: A text metric (BLEU …) scores every sample without a right/wrong verdict.
+METRIC_BARS = {"scored": "scored by the metric", "extract_failed": "extraction failed",
+               "error": "errors"}
 
 #: Filter key → label; "all" lists every sample.
 # "wrong" lists every sample scored wrong, whatever the bar it counts in (an extraction
@@ -48,9 +51,12 @@ FILTERS = {"all": "all", "wrong": "scored wrong (any reason)", "rescued": "judge
            "unparsed": "judge unparsed", "errors": "errors"}
 
 def kind_of(summary: dict[str, Any]) -> str:
-    """``cascade`` (rule layer + judge), ``judge`` (judge only), ``rule`` or ``infer``."""
+    """``cascade`` (rule layer + judge), ``judge`` (judge only), ``rule``, ``metric``
+    (a text metric such as BLEU is the primary metric) or ``infer``."""
     if summary.get("mode") == "infer":
         return "infer"
+    if summary.get("primary_metric") not in (None, "accuracy"):
+        return "metric"
     mode = summary.get("judge_mode")
     if mode in ("cascade", "parallel"):
         return "cascade"
@@ -59,8 +65,8 @@ def kind_of(summary: dict[str, Any]) -> str:
 
 def bars_for(kind: str) -> dict[str, str]:
     """The breakdown categories (and their labels) shown for a kind of dataset."""
-    return {"cascade": CASCADE_BARS, "judge": JUDGE_BARS, "infer": INFER_BARS}.get(kind,
-                                                                                  RULE_BARS)
+    return {"cascade": CASCADE_BARS, "judge": JUDGE_BARS, "infer": INFER_BARS,
+            "metric": METRIC_BARS}.get(kind, RULE_BARS)
 
 
 def categorize(row: dict[str, Any], kind: str) -> str:
@@ -77,6 +83,8 @@ def categorize(row: dict[str, Any], kind: str) -> str:
         return "unparsed"
     if status not in SCORED_STATUSES:
         return "error"
+    if kind == "metric":
+        return "extract_failed" if status in NO_ANSWER_STATUSES else "scored"
     if kind == "infer" or (row.get("correct") is None and kind != "judge"):
         return "unscored"
     if row.get("correct"):
@@ -166,6 +174,8 @@ def sample_view(row: dict[str, Any], category: str, flags: list[str],
         "reasoning": _text(row.get("reasoning"), limit),
         "reference": _text(row.get("reference"), limit), "error": _text(row.get("error"), limit),
     }
+    if isinstance(row.get("score"), (int, float)):
+        view["score"] = row["score"]  # a text metric's per-sample value (sentence BLEU …)
     if isinstance(rule, dict):
         view["rule"] = {"correct": rule.get("correct"), "pred": _text(rule.get("pred"), limit)}
     if judge:

@@ -20,7 +20,7 @@ from .assets import CSS, JS
 from .svg import COLORS, bar_chart
 
 _KIND_LABEL = {"cascade": "rule + LLM judge", "judge": "LLM judge", "rule": "rule check",
-               "infer": "predictions only"}
+               "infer": "predictions only", "metric": "text metric"}
 
 
 def render_html(report: dict[str, Any]) -> str:
@@ -38,8 +38,10 @@ def render_html(report: dict[str, Any]) -> str:
         _summary_table(report["summaries"]),
         '<p class="note">Accuracy is over every sample, with its 95% Wilson interval; a '
         "result with pending samples (a failed model or judge call) is incomplete and shows "
-        "only the range its accuracy lies in. Extract rate is the share of scored replies "
-        "an answer was found in.</p></section>",
+        "only the range its metric lies in. Extract rate is the share of scored replies "
+        "an answer was found in. A text metric (BLEU, chrF, ROUGE, EM, F1) is shown by "
+        "name, BLEU and chrF as corpus scores, with a 95% interval (Wilson for a 0/1 "
+        "judgement such as EM, a bootstrap over samples otherwise).</p></section>",
         _costs(report["judges"], report["models"]),
         *(_section(i, sec, report) for i, sec in enumerate(sections)),
     ]
@@ -113,6 +115,8 @@ def _cell(s: dict[str, Any]) -> str:
         if failed:
             main += f' <span class="bad">incomplete: {failed} model_error</span>'
         return f'{main}<div class="small">{counts}</div>'
+    if s.get("primary_metric") not in (None, "accuracy"):
+        return _metric_cell(s, counts)
     if not s.get("complete", True) or s.get("accuracy") is None:
         return _incomplete_cell(s, counts)
     ci = s.get("accuracy_ci95")
@@ -140,6 +144,32 @@ def _incomplete_cell(s: dict[str, Any], counts: str) -> str:
     return (f'{main}<div>{s.get("correct", 0)} / {s.get("total", 0)} correct · '
             f'<span class="bad">{s.get("pending", 0)} pending</span> (all wrong … all right)'
             f'</div><div class="small">{counts}</div>')
+
+
+def _metric_cell(s: dict[str, Any], counts: str) -> str:
+    """A text-metric result: each metric by name, the primary one first and large; while
+    samples are pending, each metric's bounds instead of a value."""
+    metrics = s.get("metrics") or {}
+    primary = s["primary_metric"]
+    names = [primary, *(n for n in metrics if n != primary)]
+    parts = []
+    for i, name in enumerate(names):
+        m = metrics.get(name) or {}
+        cls = "acc" if i == 0 else "small"
+        if m.get("value") is not None:
+            ci = m.get("ci95")
+            ci_text = f' <span class="small">95% CI {ci[0]:.2f}–{ci[1]:.2f}</span>' if ci else ""
+            parts.append(f'<div><span class="{cls}">{escape(name)} {m["value"]:.2f}</span>'
+                         f"{ci_text}</div>")
+        elif m.get("bounds"):
+            low, high = m["bounds"]
+            parts.append(f'<div><span class="{cls} bad">{escape(name)} incomplete: '
+                         f"{low:.2f}–{high:.2f}</span></div>")
+    scored = f'{s.get("scored", 0)} / {s.get("total", 0)} scored'
+    if s.get("pending"):
+        scored += f' · <span class="bad">{s["pending"]} pending</span>'
+    parts.append(f'<div>{scored}</div><div class="small">{counts}</div>')
+    return "".join(parts)
 
 
 def _costs(judges: list[dict[str, Any]], models: list[dict[str, Any]]) -> str:

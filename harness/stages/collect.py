@@ -40,7 +40,8 @@ class Collector:
             (m, d): Accumulator(m, d, mode,
                                 details_path(work_dir, m, d) if dump_details else None,
                                 judge_mode=judge_modes[d], replicas=datasets[d].n,
-                                pass_k=getattr(datasets[d].evaluator, "k", None))
+                                pass_k=getattr(datasets[d].evaluator, "k", None),
+                                evaluator=datasets[d].evaluator)
             for m, d in pairs}
         #: (model, dataset) → the results kept on disk because this run got less far.
         self.kept: dict[Pair, ResultSummary] = {}

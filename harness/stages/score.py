@@ -222,7 +222,11 @@ class Scorer:
         pred = detail.get("pred", extracted)
         status: SampleStatus = "extract_failed" if is_extraction_failure(pred) else "ok"
         extra = {k: v for k, v in detail.items() if k not in ("pred", "answer", "correct")}
-        return result(status, pred, reference, bool(detail.get("correct")), details=extra)
+        # A metric with no 0/1 judgement (BLEU, ROUGE) leaves ``correct`` unset: the
+        # sample is scored, by its metric fields, and is neither right nor wrong.
+        correct = detail.get("correct")
+        return result(status, pred, reference, None if correct is None else bool(correct),
+                      details=extra)
 
 
 def _apply(postprocessor: Any, value: Any, row: Mapping[str, Any]) -> Any:
