@@ -256,9 +256,10 @@ def replica_metrics(per_sample: dict[int, list[int]], per_replica: dict[int, lis
 
     ``pass@k`` is the unbiased estimator 1 - C(n-c, k) / C(n, k) averaged over samples
     (n scored replicas of a sample, c of them correct), for k = 1, 2, 4, … and K, or
-    for the ``pass_k`` given (those not above K: a larger k cannot be estimated). The
-    95% interval is over samples (each sample's mean correctness), since replicas of one
-    sample are not independent.
+    for the ``pass_k`` given (those not above K: a larger k cannot be estimated), each
+    with a 95% interval (``pass_at_k_ci95``). Intervals are over samples (each sample's
+    mean correctness, or its pass@k estimate), since replicas of one sample are not
+    independent.
     """
     rates = [100.0 * c / n for n, c in per_replica.values() if n]
     mean = sum(rates) / len(rates) if rates else 0.0
@@ -266,15 +267,18 @@ def replica_metrics(per_sample: dict[int, list[int]], per_replica: dict[int, lis
           if len(rates) > 1 else 0.0)
     ks = (sorted(k for k in pass_k if k <= replicas) if pass_k is not None else
           sorted({k for k in (1, 2, 4, 8, 16, 32, 64, 128) if k <= replicas} | {replicas}))
-    pass_at = {}
+    pass_at, pass_ci = {}, {}
     for k in ks:
         values = [pass_at_k(n, c, k) for n, c in per_sample.values() if n >= k]
         pass_at[f"pass@{k}"] = 100.0 * sum(values) / len(values) if values else None
+        # Over samples, like accuracy's: the per-sample estimates are independent.
+        pass_ci[f"pass@{k}"] = mean_interval(values)
     sample_means = [c / n for n, c in per_sample.values() if n]
     return {
         f"avg@{replicas}": mean, "avg_stderr": se,
         "replica_accuracy": [round(r, 4) for r in rates],
-        "pass_at_k": pass_at, "_sample_ci95": mean_interval(sample_means),
+        "pass_at_k": pass_at, "pass_at_k_ci95": pass_ci,
+        "_sample_ci95": mean_interval(sample_means),
     }
 
 

@@ -26,7 +26,7 @@ _KEYS = ("model", "dataset", "mode", "total", "scored", "correct", "counts",
          "accuracy", "accuracy_bounds", "accuracy_ci95", "primary_metric", "extract_rate",
          "metrics",
          "judge_mode", "cascade_stats", "details", "evaluator", "judge_stats", "call_stats")
-_REPLICA_KEYS = ("avg_stderr", "replica_accuracy", "pass_at_k")
+_REPLICA_KEYS = ("avg_stderr", "replica_accuracy", "pass_at_k", "pass_at_k_ci95")
 
 
 @dataclass(frozen=True)

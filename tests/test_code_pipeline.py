@@ -114,6 +114,10 @@ async def test_replicas_report_the_configured_pass_at_k(tmp_path):
     expected = {k: 100 * sum(pass_at_k(10, c, k) for c in correct_of) / 5 for k in (1, 10)}
     assert summary["pass_at_k"]["pass@1"] == expected[1] == 38.0
     assert summary["pass_at_k"]["pass@10"] == expected[10] == 80.0
+    # Each pass@k has its interval over the 5 samples, around its value.
+    for k, value in summary["pass_at_k"].items():
+        low, high = summary["pass_at_k_ci95"][k]
+        assert 0 <= low < value < high <= 100
 
 
 async def test_a_code_rule_layer_in_a_cascade_runs_its_programs_and_judges_the_failures(
