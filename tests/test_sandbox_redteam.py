@@ -206,3 +206,25 @@ assert got, "nothing reached"
     assert "nothing reached" in run.stderr
     assert "NoNewPrivs:\\t1" in run.stdout and "CapEff:\\t0000000000000000" in run.stdout
 
+
+
+async def test_terminal_escapes_nul_and_invalid_utf8_in_output_stay_data(tmp_path):
+    # The program writes raw control bytes and invalid UTF-8 to both streams and fails;
+    # the details file stays one JSON object per line, with no raw control byte in it.
+    trick = ("import os\nos.write(1, b'\\x1b]0;pwned\\x07\\x1b[2J\\x00\\xff\\xed\\xa0\\x80' "
+             "+ b'Z' * 100000)\nos.write(2, b'\\x1b[31m\\x00\\xc3(\\r\\n')\n"
+             "assert False, '\\x1b[2J'\n")
+
+    def replay(body: dict) -> str:
+        text = body["messages"][-1]["content"]
+        _, row = BY_PROMPT[text.split("Complete the following python code:\n", 1)[1]]
+        return _cheat(row, trick)
+
+    async with FakeOpenAI(responder=replay) as srv:
+        report = await harness.evaluate(DATASETS / "humaneval.py", work_dir=tmp_path / "w",
+                                        models=_model(srv), limit=1)
+    raw = Path(report.summaries[0]["details"]).read_bytes()
+    assert not any(byte < 0x20 and byte != 0x0A for byte in raw)
+    [detail] = [json.loads(line) for line in raw.decode("utf-8").split("\n") if line]
+    assert (detail["correct"], detail["outcome"]) == (False, "failed")
+    assert detail["exception"].startswith("AssertionError")
