@@ -15,9 +15,10 @@ execution is reused rather than run again.
 
 from __future__ import annotations
 
+import dataclasses
 import platform
-
 import re
+import secrets
 from typing import Any, ClassVar, Mapping, Protocol, Sequence
 
 from ..config_keys import check_keys, positive, within
@@ -31,6 +32,15 @@ from .base import EVALUATORS, BaseEvaluator
 LIMIT_KEYS = tuple(Limits.__dataclass_fields__)
 
 _ASSERTION = re.compile(r"^\s*(assert\b.*)$", re.MULTILINE)
+
+#: Appended to every program: exit status 0 alone does not mean the tests passed (the
+#: model's code may call ``sys.exit(0)``, ``unittest.main()`` or ``os._exit(0)``, or exit
+#: 0 from an ``atexit`` hook after a failed assertion), so the program passes only if
+#: this line, reached after the last test, printed a nonce of this run.
+_DONE = ("\ntry:\n    import sys as _harness_sys\n    _harness_sys.stdout.flush()\n"
+         "    _harness_sys.stderr.flush()\nexcept BaseException:\n    pass\n"
+         "import os as _harness_os\n_harness_os.write(1, b'\\n{nonce}\\n')\n"
+         "_harness_os._exit(0)\n")
 
 
 class ExecutionCache(Protocol):
@@ -86,7 +96,7 @@ class CodeEvaluator(BaseEvaluator):
         sandbox kind and the Python that runs it (a newer one may pass or fail otherwise)."""
         return content_key("execution", program=program, tests=self.tests(row),
                            limits=self.limits.as_key(), sandbox=self.sandbox,
-                           python=platform.python_version())
+                           python=platform.python_version(), done=_DONE)
 
     async def ascore_sample(self, prediction: Any, reference: Any,
                             test_item: Mapping[str, Any] | None = None,
@@ -103,7 +113,9 @@ class CodeEvaluator(BaseEvaluator):
         execution = await cache.lookup_execution(key) if cache is not None else None
         cached = execution is not None
         if execution is None:
-            execution = await run_program(program, self.limits, self.sandbox)
+            nonce = f"harness-tests-done-{secrets.token_hex(16)}"
+            execution = finished(await run_program(program + _DONE.format(nonce=nonce),
+                                                   self.limits, self.sandbox), nonce)
             if cache is not None and execution.outcome != "sandbox_error":
                 await cache.write_execution(key, execution)  # a sandbox error is retried
         return self.detail(code, reference, execution, cached)
@@ -126,6 +138,19 @@ class CodeEvaluator(BaseEvaluator):
         import anyio
 
         return anyio.run(self.ascore_sample, prediction, reference, test_item)
+
+
+def finished(execution: Execution, nonce: str) -> Execution:
+    """``execution`` judged by whether its tests ran to the end (the ``_DONE`` line
+    printed ``nonce``): an exit 0 without it is ``failed``; the nonce is removed from
+    the stdout kept."""
+    line = f"\n{nonce}\n"
+    if line in execution.stdout:
+        return dataclasses.replace(execution, stdout=execution.stdout.replace(line, ""))
+    if execution.outcome == "passed":
+        return dataclasses.replace(execution, outcome="failed",
+                                   reason="exited before its tests finished")
+    return execution
 
 
 def failure_of(stderr: str) -> tuple[str | None, str | None]:

@@ -9,14 +9,35 @@ failed (no marker, or ``fail`` after it when exec itself failed) from a program 
 failed (the marker alone, then a non-zero exit).
 """
 
+import ctypes
 import json
 import os
 import resource
 import sys
 
 
+_CLONE_NEWUSER = 0x10000000
+_PR_SET_DUMPABLE = 4
+
+
 def _limit(which: int, value: int) -> None:
     resource.setrlimit(which, (value, value))
+
+
+def _no_user_namespaces(uid: int) -> None:
+    """Enter a user namespace of our own (``uid`` mapped to itself) that allows none
+    below it: as host root bwrap creates none to forbid nesting in, and a program that
+    became root of its own could mount a tmpfs of any size in the host's memory."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_DUMPABLE, 1)  # cleared by the uid switch; /proc/self needs it
+    if libc.unshare(_CLONE_NEWUSER) != 0:
+        return  # user namespaces are forbidden to this uid, so to the program too
+    for name, text in (("uid_map", f"{uid} {uid} 1"), ("setgroups", "deny"),
+                       ("gid_map", f"{uid} {uid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+    with open("/proc/sys/user/max_user_namespaces", "w") as f:
+        f.write("0")
 
 
 def main() -> None:
@@ -40,6 +61,12 @@ def main() -> None:
     _limit(resource.RLIMIT_NPROC, int(cfg["processes"]))
     _limit(resource.RLIMIT_FSIZE, int(cfg["file_size"]))
     _limit(resource.RLIMIT_CORE, 0)
+    # Each open file (a memfd) can hold file_size bytes of the host's memory outside the
+    # address-space limit: this many of them hold no more than the memory limit.
+    files = max(16, int(cfg["memory"]) // int(cfg["file_size"]))
+    _limit(resource.RLIMIT_NOFILE, min(files, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+    if uid is not None:
+        _no_user_namespaces(uid)  # after RLIMIT_NPROC: a new namespace inherits it
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
