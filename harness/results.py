@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -38,6 +39,15 @@ MAX_CAUSES = 20
 
 # Built once: ``json.dumps`` with options makes a new encoder for every details row.
 _DETAILS_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
+def details_line(row: Mapping[str, Any]) -> str:
+    """One details-JSONL line. U+2028/U+2029 are escaped: valid JSON either way, but
+    ``str.splitlines()`` (and JavaScript before ES2019) reads them as line breaks."""
+    text = _DETAILS_JSON.encode(row)
+    if "\u2028" in text or "\u2029" in text:
+        text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return text
 
 
 @dataclass
@@ -122,7 +132,7 @@ class Accumulator:
             self.judge_errors += result.judge_status == "error"
             self.judge_cached += result.judge_cached
         if self._fh is not None:
-            line = (_DETAILS_JSON.encode(result.to_json()) + "\n").encode()
+            line = (details_line(result.to_json()) + "\n").encode()
             # Offsets are counted, not asked for: tell() on a file costs more than the write.
             self._fh.write(line)
             self._offsets.append((result.index, result.replica, self._written, len(line)))

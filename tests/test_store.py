@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -73,3 +74,13 @@ async def test_second_store_on_same_work_dir_is_refused(tmp_path):
                 pass
     async with Store(tmp_path):  # released on exit
         pass
+
+
+def test_a_details_line_is_one_line_whatever_the_model_wrote():
+    from harness.results import details_line
+
+    text = "a\u2028b\u2029c\r\nd\x00e"
+    line = details_line({"prediction": text})
+    # Readers split details files with str.splitlines(), which breaks at U+2028/U+2029.
+    assert len(line.splitlines()) == 1
+    assert json.loads(line)["prediction"] == text
