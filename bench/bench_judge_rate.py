@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import benchlib as bl
-
 from fakes import TimedServer
+
 from harness.testing import Fault
 from harness.testing.fake_openai import FakeOpenAI
 

@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
 import benchlib as bl
 
 DATA = bl.ROOT / "datasets" / "data" / "math500" / "test.jsonl"

@@ -21,13 +21,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 # The same arithmetic workload the tests use (re-exported: scripts say bl.write_arith).
 from harness.testing.workloads import (  # noqa: F401
-    JUDGE_MODEL, JUDGE_TEMPLATE, arith_datasets, cascade_reply, expected_cascade, fake_judge,
-    write_arith, write_judge_config)
+    JUDGE_MODEL,
+    JUDGE_TEMPLATE,
+    arith_datasets,
+    cascade_reply,
+    expected_cascade,
+    fake_judge,
+    write_arith,
+    write_judge_config,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

@@ -10,8 +10,9 @@ every generation parameter goes into the body as given, so server-specific field
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from .breaker import BreakerPolicy, CircuitBreaker
 from .errors import EndpointDownError, ModelCallError

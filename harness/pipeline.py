@@ -11,8 +11,9 @@ ends. A stage that raises cancels the others; the store writer shields its last 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream

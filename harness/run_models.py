@@ -13,8 +13,9 @@ settles the rest against the work directory:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .errors import ConfigError, ModelCallError, PermanentModelError
 from .records import ModelSpec

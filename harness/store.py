@@ -22,13 +22,19 @@ import os
 import sqlite3
 import tempfile
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
-from .errors import (SchemaVersionError, StoreCorruptError, StoreError, WorkDirError,
-                     WorkDirLockedError)
+from .errors import (
+    SchemaVersionError,
+    StoreCorruptError,
+    StoreError,
+    WorkDirError,
+    WorkDirLockedError,
+)
 from .keys import canonical_json
 from .records import Completion, VerdictRecord
 
@@ -157,7 +163,7 @@ class Store:
         self._conn: aiosqlite.Connection | None = None
         self._lock_fd: int | None = None
 
-    async def __aenter__(self) -> "Store":
+    async def __aenter__(self) -> Store:
         self._acquire_lock()
         try:
             _check_writable(self.work_dir)
@@ -357,7 +363,7 @@ class Store:
         except sqlite3.Error as exc:
             raise self._error("reading verdicts failed", exc) from exc
 
-    async def lookup_execution(self, key: str) -> "Execution | None":
+    async def lookup_execution(self, key: str) -> Execution | None:
         """The stored execution of a generated program under ``key``, if any."""
         from .sandbox import Execution
 
@@ -370,7 +376,7 @@ class Store:
             raise self._error("reading executions failed", exc) from exc
         return None if row is None else Execution(*row)
 
-    async def write_execution(self, key: str, execution: "Execution") -> None:
+    async def write_execution(self, key: str, execution: Execution) -> None:
         """Commit one execution (never a ``sandbox_error``: that is retried).
 
         One statement, so it commits on its own, or joins a batch of

@@ -28,9 +28,10 @@ import os
 import pickle
 import signal
 from collections import deque
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Hashable
+from typing import Any
 
 import anyio
 import anyio.to_thread

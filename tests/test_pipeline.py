@@ -10,8 +10,14 @@ import pytest
 import harness
 from harness.testing import FakeOpenAI, Fault, fail_first
 
-from .helpers import (arith_dataset, arith_reply, expected_correct, model_cfg, write_arith,
-                      write_config)
+from .helpers import (
+    arith_dataset,
+    arith_reply,
+    expected_correct,
+    model_cfg,
+    write_arith,
+    write_config,
+)
 
 
 def details(work: Path, model: str = "fake", dataset: str = "arith") -> list[dict]:

@@ -8,7 +8,7 @@ hold waiters mid-sleep and cancel or pause them.
 from __future__ import annotations
 
 import random
-from typing import Callable
+from collections.abc import Callable
 
 import anyio
 import pytest

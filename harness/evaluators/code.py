@@ -16,7 +16,8 @@ execution is reused rather than run again.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, Mapping, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Protocol
 
 from ..config_keys import check_keys, positive, within
 from ..errors import ConfigError

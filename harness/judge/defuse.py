@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from .fold import Folded, fold
 from .tokens import RULE_LINE, WORDS, alnum, separator, template_tokens

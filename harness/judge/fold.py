@@ -67,7 +67,7 @@ def _confusable(char: str) -> str | None:
     return ascii_.pop() if len(ascii_) == 1 else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ascii_lookalike(char: str) -> str:
     """The ASCII text (lower case) a reader takes ``char`` for, or ``char`` itself.
 

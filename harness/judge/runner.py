@@ -16,10 +16,10 @@ from typing import Any
 from ..breaker import BreakerPolicy
 from ..client import ModelClient
 from ..errors import ModelCallError, PermanentModelError
+from ..evaluators.llm import GenericLLMEvaluator
 from ..keys import content_key, request_content
 from ..records import JudgeTask, SampleResult, VerdictRecord
 from ..store import Store
-from ..evaluators.llm import GenericLLMEvaluator
 from ..transport import Transport
 from .spec import JudgeSpec
 from .verdict import FORMAT_REMINDER, parse_verdict, verdict_from_json, verdict_probability

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ._commit import HEDGE, Candidate, committed_clause, sentence_bounds
 from ._text import sentences, span_after

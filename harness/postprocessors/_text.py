@@ -11,7 +11,8 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # Full-width ASCII (U+FF01..U+FF5E) maps to ASCII by a fixed offset.
 _WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}

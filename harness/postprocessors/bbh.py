@@ -8,16 +8,24 @@ Both are applied to predictions *and* golds, so a gold ``'(C)'`` and a predictio
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from itertools import takewhile
-from typing import Any, Mapping
+from typing import Any
 
 from ._commit import HEDGE, Candidate, commit, committed_clause
 from ._conclusion import concluded_number
 from ._labels import FOREIGN_LABELS, closing_label
 from ._numeric import normalize_numerals, span_value, words_to_digits, words_to_number
 from ._registry import POSTPROCESSORS
-from ._text import (FOREIGN_CUE, appeal_proof, inline_answer_headings, looks_truncated, prepare,
-                    sentences, span_after)
+from ._text import (
+    FOREIGN_CUE,
+    appeal_proof,
+    inline_answer_headings,
+    looks_truncated,
+    prepare,
+    sentences,
+    span_after,
+)
 from .math import find_boxed
 from .options import ALL_LETTERS, choose_option, question_options
 

@@ -8,8 +8,16 @@ from fractions import Fraction
 from typing import Any
 
 from ._closing import closing_answer
-from ._commit import (DECLARED, HEDGE, RETRACTION, Candidate, box_rank, commit, committed_clause,
-                      rank)
+from ._commit import (
+    DECLARED,
+    HEDGE,
+    RETRACTION,
+    Candidate,
+    box_rank,
+    commit,
+    committed_clause,
+    rank,
+)
 from ._registry import POSTPROCESSORS
 from ._text import FOREIGN_CUE, appeal_proof, as_text, inline_answer_headings, prepare, span_after
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from . import _letters, _option_text
 from ._commit import HEDGE, Candidate, commit

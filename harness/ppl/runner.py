@@ -15,7 +15,8 @@ offers (``harness.ppl.probe``); a rerun served from the store probes nothing.
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import anyio
 
@@ -27,8 +28,15 @@ from ..records import Completion, Sample
 from ..retry import BadResponse
 from .choice import Likelihood, choose, common_prefix, token_boundary
 from .probe import UnsupportedLikelihoodError, probe
-from .requests import (ECHO_PARAMS, echo_body, next_token_body, next_token_params,
-                       read_echo, read_top, usage)
+from .requests import (
+    ECHO_PARAMS,
+    echo_body,
+    next_token_body,
+    next_token_params,
+    read_echo,
+    read_top,
+    usage,
+)
 
 GetClient = Callable[[], Awaitable[ModelClient]]
 
@@ -70,7 +78,7 @@ class PPLRunner:
         found.update({row.sample.key: json.loads(row.text or "null") for row in rows})
         return plan.complete(method, found, ppl.normalization, attempts, rows), rows
 
-    async def _method(self, client: ModelClient, plan: "Plan", wanted: str,
+    async def _method(self, client: ModelClient, plan: Plan, wanted: str,
                       top: int) -> str:
         async with self._lock:  # one probe per endpoint, however many workers ask
             offered = self._methods.get(id(client))
@@ -89,7 +97,7 @@ class PPLRunner:
             f"PPL method {wanted!r} needs the completions endpoint; model "
             f"{client.spec.model!r} is called on chat (set its api='completions')")
 
-    async def _request(self, client: ModelClient, plan: "Plan", method: str,
+    async def _request(self, client: ModelClient, plan: Plan, method: str,
                        stored: Mapping[str, Any], rows: list[Completion]) -> int:
         """Send what the store lacks; append a row per reply; the attempts made."""
         model = client.spec.model
@@ -121,7 +129,7 @@ def _required(parsed: Any, data: Any, what: str) -> tuple[Any, tuple[int, int]]:
     return parsed, usage(data)
 
 
-def _stored_method(plan: "Plan", stored: Mapping[str, Any], wanted: str) -> str | None:
+def _stored_method(plan: Plan, stored: Mapping[str, Any], wanted: str) -> str | None:
     """The method whose every row is stored already (echo first), if any."""
     if wanted != "next_token" and plan.api == "completions" \
             and all(k in stored for k in plan.echo_keys.values()):

@@ -13,7 +13,8 @@ builds this class itself when its template is such a dict.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..prompt import Messages, PromptTemplate, as_text
 from .choice import common_prefix

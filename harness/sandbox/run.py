@@ -14,11 +14,10 @@ and processes in reach: never the default, only an explicit opt-in (see ``resolv
 from __future__ import annotations
 
 import json
-import re
 import logging
 import os
+import re
 import signal
-import sys
 import tempfile
 import time
 from collections import deque
@@ -156,7 +155,7 @@ async def _run(source: str, limits: Limits, sandbox: SandboxKind, cfg: dict[str,
 
 
 async def _supervise(process: Process, source: str, limits: Limits,
-                     init: "_Init") -> tuple[str | None, str, str]:
+                     init: _Init) -> tuple[str | None, str, str]:
     """Feed the source, read both streams under the output cap, wait for the end.
 
     Returns why the program was stopped (``None``: it ended by itself) and the tails.

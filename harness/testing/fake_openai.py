@@ -31,8 +31,22 @@ from aiohttp import web
 
 from harness.testing.logprobs import Scorer
 from harness.testing.replies import (
-    ERROR_KINDS, MALFORMED_JSON, ROUTES, Fault, FaultPolicy, Reply, Responder, Route, Stats,
-    dumps, echo_last_user, error_body, fault_rate, loads, model_entry, request_key,
+    ERROR_KINDS,
+    MALFORMED_JSON,
+    ROUTES,
+    Fault,
+    FaultPolicy,
+    Reply,
+    Responder,
+    Route,
+    Stats,
+    dumps,
+    echo_last_user,
+    error_body,
+    fault_rate,
+    loads,
+    model_entry,
+    request_key,
     retry_after_value,
 )
 

@@ -11,7 +11,8 @@ import functools
 import html
 import re
 import unicodedata
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from confusable_homoglyphs import confusables
 
@@ -28,7 +29,7 @@ _READ_BY_NAME = (
 )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reads_char(char: str) -> str:
     """A character as a careless judge model takes it: invisible ones are not there; one
     that looks like an ASCII character, by its Unicode name or by Unicode's confusables
