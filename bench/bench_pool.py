@@ -253,10 +253,10 @@ def main() -> None:
                 sum(i != hung for i in r["timeouts"]) for r in results),
             "cold checks": sum(r["cold"] for r in results),
             "verdicts differing": sum(
-                sum(a != b for a, b in zip(r["correct"], reference) if a is not None)
+                sum(a != b for a, b in zip(r["correct"], reference, strict=True) if a is not None)
                 for r in results)})
     # Per round (the backends ran back to back): harness checks/s over the other's.
-    ratios = {name: [o["wall"] / h["wall"] for h, o in zip(runs[HARNESS], results)]
+    ratios = {name: [o["wall"] / h["wall"] for h, o in zip(runs[HARNESS], results, strict=True)]
               for name, results in runs.items() if name != HARNESS}
     notes = ["\nharness checks/s / other checks/s per round (above 1: harness faster): "
              + "; ".join(f"{k}: " + ", ".join(f"{v:.2f}" for v in vs)

@@ -272,7 +272,7 @@ def drop_quoted(text: str) -> str:
         if _ATTRIBUTION.search(lead):
             keep[i:j] = [False] * (j - i)
         i = j
-    return "\n".join(line for line, k in zip(lines, keep) if k)
+    return "\n".join(line for line, k in zip(lines, keep, strict=True) if k)
 
 
 # Reasoning blocks under other names: "<think >", "<reasoning>", "<|begin_of_thought|>".

@@ -76,7 +76,8 @@ class CandidatePromptTemplate(PromptTemplate):
             texts = [as_text(m) for m in rendered]
             return ({"role": "user", "content": texts[0][:common_prefix(texts)]},)
         shared = []
-        for messages in zip(*rendered):
+        # Candidates may differ in length: the shared prefix ends at the shortest.
+        for messages in zip(*rendered, strict=False):
             if any(m != messages[0] for m in messages):
                 break
             shared.append(messages[0])
