@@ -53,7 +53,8 @@ async def score_all(replies: list[tuple[str, str]], fast: bool, workers: int) ->
 
     async def puller() -> None:
         for i, (reply, gold) in shared:
-            sample = Sample(spec.abbr, "bench", i, 0, {"problem": "", "answer": gold}, gold, (), key=str(i))
+            sample = Sample(spec.abbr, "bench", i, 0, {"problem": "", "answer": gold}, gold, (),
+                            key=str(i))
             result = await scorer.score(Completion(sample, "ok", reply))
             correct[i] = result.correct
 

@@ -149,7 +149,8 @@ def model_settings(cfg: Any) -> dict[str, Any]:
     return dict(
         gen_params=_gen_params(cfg),
         timeout=positive(cfg.get("timeout"), "timeout", float, MAX_TIMEOUT) or TIMEOUT,
-        max_attempts=positive(cfg.get(attempts), attempts, int, MAX_ATTEMPTS) or DEFAULT_MAX_ATTEMPTS,
+        max_attempts=(positive(cfg.get(attempts), attempts, int, MAX_ATTEMPTS)
+                      or DEFAULT_MAX_ATTEMPTS),
         connect_timeout=positive(cfg.get("connect_timeout"), "connect_timeout", float,
                                  MAX_TIMEOUT) or CONNECT_TIMEOUT,
         rate_limit_timeout=positive(cfg.get("rate_limit_timeout"), "rate_limit_timeout", float,

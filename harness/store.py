@@ -134,7 +134,8 @@ WHERE predictions.status != 'ok' OR excluded.status = 'ok'
 _MIGRATE_1_TO_2 = (
     "ALTER TABLE predictions ADD COLUMN reasoning TEXT",
     "UPDATE predictions SET status = 'error', error = 'empty reply stored by an earlier "
-    "version without retries; asked again' WHERE status = 'ok' AND trim(text, char(32, 9, 10, 13)) = ''",
+    "version without retries; asked again' "
+    "WHERE status = 'ok' AND trim(text, char(32, 9, 10, 13)) = ''",
 )
 
 

@@ -57,8 +57,11 @@ async def test_twenty_kills_at_random_points_then_resume_equals_a_clean_run(tmp_
         assert killed[key] == fresh[key]
     for key in ("rule_correct", "llm_evaluated", "llm_correct", "final_correct"):
         assert killed["cascade_stats"][key] == fresh["cascade_stats"][key]
-    strip = lambda text: [{k: v for k, v in json.loads(line).items() if k != "llm_evaluation"}
-                          for line in text.splitlines()]  # noqa: E731
+
+    def strip(text):
+        return [{k: v for k, v in json.loads(line).items() if k != "llm_evaluation"}
+                for line in text.splitlines()]
+
     assert strip((work / "details/fake/arith.jsonl").read_text()) == \
         strip((tmp_path / "clean/details/fake/arith.jsonl").read_text())
     # Each kill can only repeat what was in flight: model calls, judge calls, and

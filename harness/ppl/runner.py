@@ -153,7 +153,7 @@ class Plan:
             self.texts = {label: as_text(m) for label, m in self.candidates.items()}
             texts = list(self.texts.values())
             self.split = token_boundary(texts[0], common_prefix(texts))
-            self.continuations = {l: t[self.split:] for l, t in self.texts.items()}
+            self.continuations = {label: t[self.split:] for label, t in self.texts.items()}
             context = texts[0][:self.split]
             self.context_messages: tuple[Mapping[str, str], ...] = (
                 {"role": "user", "content": context},)
@@ -161,7 +161,7 @@ class Plan:
         else:
             self.texts = {}
             self.context_messages = _chat_context(self.candidates, sample.dataset)
-            self.continuations = {l: m[-1]["content"] for l, m in self.candidates.items()}
+            self.continuations = {label: m[-1]["content"] for label, m in self.candidates.items()}
             self.context_request = self.context_messages
         self.echo_keys = {label: prediction_key(identity, m, ECHO_PARAMS, 0, "completions")
                           for label, m in self.candidates.items()}
@@ -229,7 +229,8 @@ def _from_echo(label: str, text: str, split: int, scored: Mapping[str, Any]) -> 
 
 def _from_top(label: str, continuation: str, top: list[list[Any]]) -> Likelihood:
     exact = [lp for token, lp in top if token == continuation]
-    loose = [lp for token, lp in top if continuation.strip() and token.strip() == continuation.strip()]
+    stripped = continuation.strip()
+    loose = [lp for token, lp in top if stripped and token.strip() == stripped]
     if exact or loose:
         return Likelihood(label, continuation, (continuation,), (max(exact or loose),))
     # Not listed: below the lowest listed token, or below a listed token it starts with.
