@@ -107,7 +107,8 @@ def run_sequential_fresh(pairs: list[tuple[str, str]]) -> dict[str, Any]:
         return ex.submit(run_sequential, pairs).result()
 
 
-async def run_pool(pairs: list[tuple[str, str]], workers: int, tasks: int, timeout: float,
+# noqa below: ``timeout`` is the pool's per-check limit passed through, not a cancel scope.
+async def run_pool(pairs: list[tuple[str, str]], workers: int, tasks: int, timeout: float,  # noqa: ASYNC109
                    evaluator_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     """Score every pair through a ``WorkerPool`` warmed as the pipeline warms it
     (``pool.warm(evaluator.warm_up)``, not timed); per-sample results and timings."""

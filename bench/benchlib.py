@@ -57,8 +57,9 @@ def measure(cmd: Sequence[str], *, env: dict[str, str] | None = None, check: boo
         return child.finish(child.wait(), check)
 
 
+# noqa below: ``timeout`` is the child's limit, as in measure(); _Child kills it then.
 async def ameasure(cmd: Sequence[str], *, env: dict[str, str] | None = None,
-                   check: bool = True, timeout: float | None = None) -> dict[str, Any]:
+                   check: bool = True, timeout: float | None = None) -> dict[str, Any]:  # noqa: ASYNC109
     """:func:`measure` with the waiting done in a thread, so this process's event loop (a
     fake server in it) keeps serving while the child runs; cancelling kills the child."""
     with _Child(cmd, env, timeout) as child:

@@ -508,6 +508,29 @@ async def test_stats_count_in_flight_statuses_and_faults() -> None:
     assert json.loads(json.dumps(stats.as_dict()))["by_status"] == {"200": 3, "429": 1}
 
 
+async def test_wait_idle_returns_only_once_the_last_request_ended() -> None:
+    arrived, release = asyncio.Event(), asyncio.Event()
+
+    async def gate(body: dict) -> str:
+        arrived.set()
+        await release.wait()
+        return "ok"
+
+    async with FakeOpenAI(responder=gate) as server, sdk(server) as client:
+        await server.wait_idle()  # nothing sent yet: idle at once
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(complete, client)
+            await arrived.wait()
+            idle = asyncio.create_task(server.wait_idle())
+            for _ in range(10):  # let the waiter run: it must still be waiting
+                await asyncio.sleep(0)
+            assert not idle.done()
+            release.set()
+            with anyio.fail_after(5):
+                await idle
+            assert server.stats.in_flight == 0
+
+
 async def test_shutdown_cuts_off_stalled_request() -> None:
     seen = asyncio.Event()
 

@@ -33,7 +33,7 @@ async def test_twenty_kills_at_random_points_then_resume_equals_a_clean_run(tmp_
             proc = await anyio.open_process(args, env=env())
             async with proc:
                 with anyio.move_on_after(30):
-                    while proc.returncode is None and count_stored(work / "harness.db", "predictions", "verdicts") < target:
+                    while proc.returncode is None and count_stored(work / "harness.db", "predictions", "verdicts") < target:  # noqa: ASYNC110 - another process's SQLite file: no event to wait on
                         await anyio.sleep(0.005)
                 if proc.returncode is not None:
                     break  # it finished before this kill point: the run is complete
@@ -41,8 +41,7 @@ async def test_twenty_kills_at_random_points_then_resume_equals_a_clean_run(tmp_
                 await proc.wait()
             kills += 1
         with anyio.fail_after(10):
-            while srv.stats.in_flight:
-                await anyio.sleep(0.01)
+            await srv.wait_idle()
         final = await anyio.run_process(args, env=env(), check=False)
         assert final.returncode == 0, final.stderr.decode()
         requests_with_kills = srv.stats.total

@@ -92,6 +92,8 @@ class FakeOpenAI:
         self._attempts: dict[str, int] = {}
         self._accepted: deque[float] = deque()
         self._pauses: set[asyncio.Future[bool]] = set()
+        self._idle = asyncio.Event()  # set while no request is being handled
+        self._idle.set()
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
@@ -115,6 +117,11 @@ class FakeOpenAI:
         self._accepted.clear()
         in_flight, self.stats = self.stats.in_flight, Stats()
         self.stats.in_flight = in_flight
+
+    async def wait_idle(self) -> None:
+        """Return once no request is being handled, e.g. after a killed client's
+        connections were noticed and their handlers ended."""
+        await self._idle.wait()
 
     async def start(self) -> None:
         """Bind the port (``port=0``: a free one) and start serving."""
@@ -160,10 +167,13 @@ class FakeOpenAI:
         stats.by_route[request.match_info.route.name] += 1
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        self._idle.clear()
         try:
             return await self._answer(request)
         finally:
             self.stats.in_flight -= 1
+            if self.stats.in_flight == 0:
+                self._idle.set()
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         # The route comes from the request, so subclasses that wrap _answer(request) still work.
