@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-T = TypeVar("T")
+# Registered objects are functions or classes: callables with a ``__name__``.
+T = TypeVar("T", bound=Callable[..., Any])
 
 
 class Registry(Generic[T]):

@@ -359,8 +359,7 @@ class Store:
                f"FROM verdicts WHERE status != 'error' AND key IN ({','.join('?' * len(keys))})")
         try:
             async with self.conn.execute(sql, tuple(keys)) as cur:
-                return {row[0]: VerdictRecord(*row, cached=True)
-                        for row in await cur.fetchall()}
+                return {row[0]: _cached_verdict(row) for row in await cur.fetchall()}
         except sqlite3.Error as exc:
             raise self._error("reading verdicts failed", exc) from exc
 
@@ -482,3 +481,12 @@ def _check_writable(path: Path) -> None:
             raise WorkDirError(f"{path}: {_DISK_FULL}") from exc
         raise WorkDirError(f"{path}: the work directory is not writable ({exc.strerror}); "
                            "make it writable or choose another --work-dir") from exc
+
+
+def _cached_verdict(row: Sequence[Any]) -> VerdictRecord:
+    """A row of ``lookup_verdicts``'s columns as a stored (``cached``) verdict."""
+    (key, judge, model, dataset, index, replica, status, verdict, reply, probability, error,
+     requests, prompt_tokens, completion_tokens) = row
+    return VerdictRecord(key, judge, model, dataset, index, replica, status, verdict, reply,
+                         probability, error, requests, prompt_tokens, completion_tokens,
+                         cached=True)

@@ -103,7 +103,7 @@ def _fold_char(char: str) -> str:
     return "".join(out)
 
 
-class _FoldTable(dict):  # type: ignore[type-arg]
+class _FoldTable(dict[int, str]):
     """The ``str.translate`` table of ``_fold_char``, filled as characters are met, so
     folding a text runs in C."""
 

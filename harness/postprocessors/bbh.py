@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from itertools import takewhile
 from typing import Any
 
 from ._commit import HEDGE, Candidate, commit, committed_clause
@@ -217,9 +216,13 @@ def _closing(lines: list[str]) -> str:
     """The answer of a reply without an answer statement, from how it closes: a label
     stated as a sentence (see :mod:`._labels`), a count in a concluding sentence, or a
     closing list of single words (word sorting); '' otherwise."""
-    items = list(takewhile(bool, map(_LIST_ITEM.match, reversed(lines))))
-    if len(items) >= 2:  # the reply closes on a list of single words
-        return " ".join(m.group(1).lower() for m in reversed(items))
+    words: list[str] = []  # the closing run of list items' single words, last first
+    for line in reversed(lines):
+        if (m := _LIST_ITEM.match(line)) is None:
+            break
+        words.append(m.group(1).lower())
+    if len(words) >= 2:  # the reply closes on a list of single words
+        return " ".join(reversed(words))
     sentence = sentences(lines[-1])[-1]
     bare = normalize_freeform(sentence)
     if bare in _LABELS:

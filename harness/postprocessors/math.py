@@ -67,7 +67,9 @@ def _brace_pairs(text: str) -> dict[int, int]:
 def last_boxed_only_string(text: Any) -> str | None:
     """The last ``\\boxed{…}`` (or ``\\fbox{…}``) with its wrapper, or None (OpenCompass)."""
     raw = as_text(text)
-    boxes = find_boxed(raw) if raw else []
+    if not raw:
+        return None
+    boxes = find_boxed(raw)
     return raw[boxes[-1][0]:boxes[-1][1]] if boxes else None
 
 

@@ -107,9 +107,12 @@ class PPLRunner:
                 if key in stored:
                     continue
                 text = plan.texts[label]
+
+                def read(data: Any, text: str = text) -> tuple[Any, tuple[int, int]]:
+                    return _required(read_echo(data, text), data, "echo")
+
                 (parsed, used), tries = await client.post_json(
-                    echo_body(model, text), "/completions",
-                    lambda data, t=text: _required(read_echo(data, t), data, "echo"))
+                    echo_body(model, text), "/completions", read)
                 attempts += tries
                 rows.append(plan.row(key, plan.candidates[label], ECHO_PARAMS, "completions",
                                      parsed, used, tries))

@@ -25,7 +25,7 @@ import sys
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 
@@ -51,6 +51,11 @@ from harness.testing.replies import (
 )
 
 _NO_CONTENT = Reply(None)
+
+
+def _route_of(request: web.Request) -> Route:
+    """The route a request came in on (``start`` names every route it adds)."""
+    return ROUTES[cast(str, request.match_info.route.name)]
 
 
 class FakeOpenAI:
@@ -81,7 +86,8 @@ class FakeOpenAI:
         #: Token log-probabilities of ``/completions`` (``echo``, ``logprobs``); see
         #: ``harness.testing.logprobs``. ``None``: that route ignores both, as
         #: servers without them do.
-        self.scorer = Scorer() if scorer is None else scorer
+        self.scorer: Scorer | None = (Scorer() if scorer is None or scorer is True
+                                      else None if scorer is False else scorer)
         self.latency, self.faults = latency, faults
         self.models, self.strict_models, self.record = tuple(models), strict_models, record
         self.api_key, self.rpm_limit, self.window = api_key, rpm_limit, window
@@ -164,7 +170,7 @@ class FakeOpenAI:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         stats = self.stats
         stats.total += 1
-        stats.by_route[request.match_info.route.name] += 1
+        stats.by_route[_route_of(request).name] += 1
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         self._idle.clear()
@@ -177,7 +183,7 @@ class FakeOpenAI:
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         # The route comes from the request, so subclasses that wrap _answer(request) still work.
-        route = ROUTES[request.match_info.route.name]
+        route = _route_of(request)
         if not self._authorized(request):
             return self._error("unauthorized")
         body = await _read_json(request)

@@ -100,8 +100,8 @@ class _Structure:
                 spans.add(pair.span())  # the same letters, or a phrase holding its words
         for line in re.finditer(r"(?m)^[^\S\n]*(?:#{1,6}|\*\*)([^#*\n]+?)(?:\*\*)?:?[^\S\n]*$",
                                 text):
-            words = re.findall(r"[^\W_]+", line.group(1))
-            if len(words) <= 8 and self.heading_words & set(words):
+            heading = re.findall(r"[^\W_]+", line.group(1))
+            if len(heading) <= 8 and self.heading_words & set(heading):
                 spans.add(line.span())
         # Within a pair of brackets only the pair decides ("[/ A N S W E R]" is a closer).
         spans |= {m.span() for pattern in self._patterns for m in re.finditer(pattern, text)

@@ -82,7 +82,7 @@ def _grouped(text: str, sep: str = ",") -> str:
     if m is None:
         return text
     digits = m[2]
-    groups = []
+    groups: list[str] = []
     while len(digits) > 3:
         groups.insert(0, digits[-3:])
         digits = digits[:-3]
