@@ -571,3 +571,17 @@ async def test_cli_serves_until_sigterm_and_prints_stats() -> None:
     assert answer["choices"][0]["message"]["content"] == "42"
     assert text_answer["choices"][0]["text"] == "42"
     assert json.loads(stdout)["by_status"] == {"200": 2}
+
+
+async def test_scorer_true_means_the_default_scorer_and_false_none() -> None:
+    body = {"model": "fake-model", "prompt": "The capital of France is Paris", "echo": True,
+            "logprobs": 1, "max_tokens": 1}
+    replies = {}
+    for scorer in (None, True, False):
+        async with FakeOpenAI(scorer=scorer) as server, aiohttp.ClientSession() as session:
+            async with session.post(server.base_url + "/completions", json=body) as resp:
+                choice = (await resp.json())["choices"][0]
+                replies[scorer] = (resp.status, choice.get("logprobs"))
+    assert replies[None][0] == 200 and replies[None][1]
+    assert replies[True] == replies[None]
+    assert replies[False] == (200, None)
