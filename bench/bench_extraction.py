@@ -26,8 +26,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchlib import common_args, emit  # noqa: E402
 
-from harness.testing.corpus import (CORPUS, STRICT_CATEGORIES, agreement,  # noqa: E402
-                                    grouped, load_corpus, score_corpus, shipped_configs)
+from harness.testing.corpus import (  # noqa: E402
+    CORPUS,
+    STRICT_CATEGORIES,
+    agreement,
+    grouped,
+    load_corpus,
+    score_corpus,
+    shipped_configs,
+)
 
 
 def main() -> None:

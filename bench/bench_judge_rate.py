@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import math
 import tempfile
 import time
@@ -30,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import benchlib as bl
-
 from fakes import TimedServer
+
 from harness.testing import Fault
 from harness.testing.fake_openai import FakeOpenAI
 
@@ -90,7 +91,7 @@ def steady_row(args: argparse.Namespace, r: dict[str, Any]) -> dict[str, Any]:
     ok = [t for t, _, status in r["log"] if status == 200]
     span = times[-1] - times[0] if len(times) > 1 else 0.0
     rate = (len(times) - 1) / span if span else None
-    gaps = sorted(b - a for a, b in zip(times, times[1:]))
+    gaps = sorted(b - a for a, b in itertools.pairwise(times))
     # What a provider with a sliding window sees: the most arrivals in any window.
     most, lo = 0, 0
     for hi, t in enumerate(times):

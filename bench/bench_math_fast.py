@@ -53,7 +53,8 @@ async def score_all(replies: list[tuple[str, str]], fast: bool, workers: int) ->
 
     async def puller() -> None:
         for i, (reply, gold) in shared:
-            sample = Sample(spec.abbr, "bench", i, 0, {"problem": "", "answer": gold}, gold, (), key=str(i))
+            sample = Sample(spec.abbr, "bench", i, 0, {"problem": "", "answer": gold}, gold, (),
+                            key=str(i))
             result = await scorer.score(Completion(sample, "ok", reply))
             correct[i] = result.correct
 
@@ -98,7 +99,7 @@ def main() -> None:
             finally:
                 bl.kill_children(keep=before)
     base = runs["math-verify only"]
-    ratios = sorted(s["wall"] / f["wall"] for s, f in zip(base, runs["fast path"]))
+    ratios = sorted(s["wall"] / f["wall"] for s, f in zip(base, runs["fast path"], strict=True))
     rows = []
     for name, results in runs.items():
         results = sorted(results, key=lambda r: r["wall"])
@@ -111,7 +112,7 @@ def main() -> None:
                          f"{1000 * r['cpu_main'] / n:.3f} + {1000 * r['cpu_workers'] / n:.3f}",
                      "decided by the fast path": r["decided"],
                      "verdicts differing": sum(a != b for a, b in
-                                               zip(r["correct"], base[0]["correct"]))})
+                                               zip(r["correct"], base[0]["correct"], strict=True))})
     speedup = statistics.median(ratios)
     bl.emit("math-fast", {"count": args.count, "workers": args.workers, "repeat": args.repeat,
                           "cores": os.cpu_count(), "bg_busy_cpus": bg},

@@ -22,7 +22,7 @@ DATA = Path(__file__).resolve().parent.parent / "datasets" / "data"
 
 def rows_for(evaluator, preds, refs):
     out = []
-    for i, (p, r) in enumerate(zip(preds, refs)):
+    for i, (p, r) in enumerate(zip(preds, refs, strict=True)):
         detail = evaluator.score_sample(p, r)
         out.append({"index": i, "replica": 0, "status": "ok", "reference": r, **detail})
     return out

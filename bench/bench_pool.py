@@ -124,7 +124,8 @@ async def _drive(pairs: list[tuple[str, str]], tasks: int, check: Any) -> dict[s
             "other_busy": max(0.0, busy - (cpu_main + cpu_workers) / wall)}
 
 
-async def run_harness(pairs, workers, timeout, hang) -> dict[str, Any]:
+# noqa below: ``timeout`` is a per-check limit passed through, not a cancel scope.
+async def run_harness(pairs, workers, timeout, hang) -> dict[str, Any]:  # noqa: ASYNC109
     from harness.workers import WorkerPool, WorkerTimeout
 
     warm_up, score = _functions()
@@ -144,7 +145,8 @@ async def run_harness(pairs, workers, timeout, hang) -> dict[str, Any]:
         await pool.aclose()
 
 
-async def run_anyio(pairs, workers, timeout, hang) -> dict[str, Any]:
+# noqa below: ``timeout`` is a per-check limit passed through, not a cancel scope.
+async def run_anyio(pairs, workers, timeout, hang) -> dict[str, Any]:  # noqa: ASYNC109
     from anyio import to_process
 
     warm_up, score = _functions()
@@ -163,7 +165,8 @@ async def run_anyio(pairs, workers, timeout, hang) -> dict[str, Any]:
     return await _drive(pairs, 2 * workers, check)
 
 
-async def run_pebble(pairs, workers, timeout, hang) -> dict[str, Any]:
+# noqa below: ``timeout`` is a per-check limit passed through, not a cancel scope.
+async def run_pebble(pairs, workers, timeout, hang) -> dict[str, Any]:  # noqa: ASYNC109
     from concurrent.futures import TimeoutError as FutureTimeout
 
     import pebble
@@ -253,10 +256,10 @@ def main() -> None:
                 sum(i != hung for i in r["timeouts"]) for r in results),
             "cold checks": sum(r["cold"] for r in results),
             "verdicts differing": sum(
-                sum(a != b for a, b in zip(r["correct"], reference) if a is not None)
+                sum(a != b for a, b in zip(r["correct"], reference, strict=True) if a is not None)
                 for r in results)})
     # Per round (the backends ran back to back): harness checks/s over the other's.
-    ratios = {name: [o["wall"] / h["wall"] for h, o in zip(runs[HARNESS], results)]
+    ratios = {name: [o["wall"] / h["wall"] for h, o in zip(runs[HARNESS], results, strict=True)]
               for name, results in runs.items() if name != HARNESS}
     notes = ["\nharness checks/s / other checks/s per round (above 1: harness faster): "
              + "; ".join(f"{k}: " + ", ".join(f"{v:.2f}" for v in vs)

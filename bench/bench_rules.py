@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-
 import benchlib as bl
 
 DATA = bl.ROOT / "datasets" / "data" / "math500" / "test.jsonl"
@@ -108,7 +107,8 @@ def run_sequential_fresh(pairs: list[tuple[str, str]]) -> dict[str, Any]:
         return ex.submit(run_sequential, pairs).result()
 
 
-async def run_pool(pairs: list[tuple[str, str]], workers: int, tasks: int, timeout: float,
+# noqa below: ``timeout`` is the pool's per-check limit passed through, not a cancel scope.
+async def run_pool(pairs: list[tuple[str, str]], workers: int, tasks: int, timeout: float,  # noqa: ASYNC109
                    evaluator_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
     """Score every pair through a ``WorkerPool`` warmed as the pipeline warms it
     (``pool.warm(evaluator.warm_up)``, not timed); per-sample results and timings."""
@@ -238,12 +238,12 @@ def main() -> None:
         n = len(r["correct"])
         mismatches = None
         if name.startswith("pool (") or name == SOLO:
-            mismatches = sum(a != b for a, b in zip(r["correct"], seq["correct"]))
+            mismatches = sum(a != b for a, b in zip(r["correct"], seq["correct"], strict=True))
         elif name != "sequential":
             # drop the pathological sample, then compare with the sequential run
             mid = len(pairs) // 2
             rest = r["correct"][:mid] + r["correct"][mid + 1:]
-            mismatches = sum(a != b for a, b in zip(rest, seq["correct"]))
+            mismatches = sum(a != b for a, b in zip(rest, seq["correct"], strict=True))
         rows.append({"run": name, "pairs": n, "pool timeout s": timeout,
                      "wall s": r["wall"],
                      "wall range s": f"{walls[name][0]:.2f}-{walls[name][-1]:.2f}",
@@ -260,7 +260,7 @@ def main() -> None:
     # steadier here than the ratio of the two median rows (also shown, per row).
     pool_name = scenarios[0][0]
     paired = sorted(s["wall"] / p["wall"]
-                    for s, p in zip(chosen["sequential"], chosen[pool_name]))
+                    for s, p in zip(chosen["sequential"], chosen[pool_name], strict=True))
     speedup = statistics.median(paired)
     # The best a pool of N workers can do here: N × (a check's CPU alone) / (a check's CPU
     # with N running at once). Shared caches and memory bandwidth make the second larger.

@@ -4,9 +4,10 @@ Runs all 164 programs (prompt + canonical solution + test + check) with ``--jobs
 at a time, four ways: ``run_program`` under bubblewrap, ``run_program`` with
 ``sandbox='none'`` (the launcher and limits, no namespaces), a bare ``python -c
 PROGRAM`` subprocess, and a bare ``python -I -S -c PROGRAM`` (no site-packages, as the
-sandbox runs it: the fair baseline, since site start-up dominates a bare run). Reports programs per second, the mean wall time per
-program, the sandbox's overhead against the bare subprocess, and the CPU use of
-the machine while the sandboxed pass ran (busy cores, from /proc/stat)::
+sandbox runs it: the fair baseline, since site start-up dominates a bare run). Reports
+programs per second, the mean wall time per program, the sandbox's overhead against the
+bare subprocess, and the CPU use of the machine while the sandboxed pass ran (busy cores,
+from /proc/stat)::
 
     PYTHONPATH=$PWD python bench/bench_sandbox.py --jobs 2 --rounds 3
 """
@@ -74,7 +75,8 @@ async def main() -> None:
     programs = [evaluator.program(r["canonical_solution"], r) for r in rows]
     results: dict[str, list[tuple[float, int, float]]] = {}
     for _ in range(args.rounds):
-        for how in ("bare", "bare_isolated", "none", "bwrap"):  # interleaved: load changes hit all alike
+        # Interleaved, so load changes hit all alike.
+        for how in ("bare", "bare_isolated", "none", "bwrap"):
             results.setdefault(how, []).append(await _pass(programs, args.jobs, how))
     best = {how: min(runs) for how, runs in results.items()}
     out = {how: {"seconds": round(s, 2), "programs_per_s": round(len(programs) / s, 1),

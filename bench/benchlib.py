@@ -21,13 +21,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 # The same arithmetic workload the tests use (re-exported: scripts say bl.write_arith).
 from harness.testing.workloads import (  # noqa: F401
-    JUDGE_MODEL, JUDGE_TEMPLATE, arith_datasets, cascade_reply, expected_cascade, fake_judge,
-    write_arith, write_judge_config)
+    JUDGE_MODEL,
+    JUDGE_TEMPLATE,
+    arith_datasets,
+    cascade_reply,
+    expected_cascade,
+    fake_judge,
+    write_arith,
+    write_judge_config,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -49,8 +57,9 @@ def measure(cmd: Sequence[str], *, env: dict[str, str] | None = None, check: boo
         return child.finish(child.wait(), check)
 
 
+# noqa below: ``timeout`` is the child's limit, as in measure(); _Child kills it then.
 async def ameasure(cmd: Sequence[str], *, env: dict[str, str] | None = None,
-                   check: bool = True, timeout: float | None = None) -> dict[str, Any]:
+                   check: bool = True, timeout: float | None = None) -> dict[str, Any]:  # noqa: ASYNC109
     """:func:`measure` with the waiting done in a thread, so this process's event loop (a
     fake server in it) keeps serving while the child runs; cancelling kills the child."""
     with _Child(cmd, env, timeout) as child:

@@ -10,8 +10,9 @@ every generation parameter goes into the body as given, so server-specific field
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from .breaker import BreakerPolicy, CircuitBreaker
 from .errors import EndpointDownError, ModelCallError
@@ -22,6 +23,7 @@ from .transport import Transport, make_transport
 from .urls import MASK, redact_text, redact_url
 
 Logprobs = tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...]
+_T = TypeVar("_T")
 
 #: What to try when every call to an endpoint timed out (it may be overloaded), by role.
 SLOW_HINTS = {
@@ -118,10 +120,6 @@ class ModelClient:
             estimate = (sum(len(m.get("content") or "") for m in messages) // 4
                         + int(max_tokens or 0))
 
-        async def attempt() -> CallResult:
-            async with self._slots:
-                return await send()
-
         async def send() -> CallResult:
             if self.limiter is not None:
                 await self.limiter.acquire(estimate)
@@ -140,7 +138,7 @@ class ModelClient:
             return result
 
         try:
-            result, tries = await self.policy.call(send if self._slots is None else attempt,
+            result, tries = await self.policy.call(self._in_slot(send),
                                                    self.stats, self._description, self.breaker,
                                                    body, self.limiter)
         except ModelCallError as exc:
@@ -173,12 +171,8 @@ class ModelClient:
                 if self._counts is not None:
                     self._counts.in_flight -= 1
 
-        async def attempt() -> Any:
-            async with self._slots:
-                return await send()
-
         try:
-            return await self.policy.call(send if self._slots is None else attempt,
+            return await self.policy.call(self._in_slot(send),
                                           self.stats, self._description, self.breaker, body)
         except ModelCallError as exc:
             raise self.redacted(exc) from None
@@ -193,6 +187,18 @@ class ModelClient:
             raise self.redacted(exc) from None
         items = data.get("data") if isinstance(data, dict) else None
         return [str(m["id"]) for m in items or [] if isinstance(m, dict) and "id" in m]
+
+    def _in_slot(self, send: Callable[[], Awaitable[_T]]) -> Callable[[], Awaitable[_T]]:
+        """``send``, holding one of the endpoint's slots per attempt when slots are limited."""
+        slots = self._slots
+        if slots is None:
+            return send
+
+        async def attempt() -> _T:
+            async with slots:
+                return await send()
+
+        return attempt
 
     def _answered(self, data: Any, request: tuple[dict[str, Any], str, int | None]) -> CallResult:
         """``data`` read as a completion (``BadResponse`` if harness cannot score it).
@@ -302,7 +308,7 @@ def _read(data: Any, max_tokens: int | None) -> CallResult:
         raise BadResponse(f"malformed usage or logprobs: {exc!r}") from exc
     length_stop = result.finish_reason == "length" and max_tokens
     used = usage.get("completion_tokens")
-    if length_stop and used is not None and used < int(max_tokens):
+    if length_stop and used is not None and used < int(max_tokens or 0):
         raise SuspectTruncation(result)  # empty or not: cut short, asked once more
     if not text.strip() and not length_stop:
         # A real length stop that left no answer (all reasoning) is the model's output;

@@ -13,10 +13,11 @@ from __future__ import annotations
 import runpy
 import sys
 import traceback
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from .config_keys import check_keys, construct, directory, positive, within
 from .dataset import CustomDataset, find_data_file, parse_range

@@ -19,7 +19,8 @@ import difflib
 import inspect
 import math
 import os
-from typing import Any, Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from typing import Any
 
 from .errors import ConfigError
 

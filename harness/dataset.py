@@ -10,8 +10,9 @@ import codecs
 import csv
 import json
 import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from .errors import DatasetError
 
@@ -96,7 +97,7 @@ class _LineFeed:
     def __init__(self, lines: Iterator[str]) -> None:
         self._lines = lines
 
-    def __iter__(self) -> "_LineFeed":
+    def __iter__(self) -> _LineFeed:
         return self
 
     def __next__(self) -> str:

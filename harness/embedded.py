@@ -20,8 +20,12 @@ import anyio
 
 from .config import DatasetSpec
 from .defaults import EMBEDDED_TIMEOUT
-from .local_model import (DEFAULT_MODEL_ALIAS, EMBEDDED_ENDPOINT_ID, MAX_CTX_PER_SLOT,
-                          LocalModelServer)
+from .local_model import (
+    DEFAULT_MODEL_ALIAS,
+    EMBEDDED_ENDPOINT_ID,
+    MAX_CTX_PER_SLOT,
+    LocalModelServer,
+)
 from .prompt import as_text
 from .records import ModelSpec
 from .validate import selected_rows

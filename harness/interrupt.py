@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import anyio
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 # One encoder for every key: ``json.dumps`` with non-default options builds a new
 # encoder per call, which costs more than encoding a small key.

@@ -199,8 +199,8 @@ class LocalModelServer:
     ``chat_template`` is the Jinja template chat messages are rendered with (Gemma's
     turn format by default); start-up fails unless the running server renders a probe
     message with it. ``start_timeout`` bounds start-up, ``stop_timeout`` how long the
-    child gets to exit after SIGTERM before it is killed. ``verbose`` lets llama.cpp log at info level
-    (default: errors only).
+    child gets to exit after SIGTERM before it is killed. ``verbose`` lets llama.cpp log at info
+    level (default: errors only).
 
     Inside the ``async with`` block, :attr:`base_url` (``http://127.0.0.1:PORT/v1``) and
     :attr:`model` (the name ``/v1/models`` reports) are what an OpenAI client needs.

@@ -21,14 +21,21 @@ a model's calls exactly as they limit a judge's: the same ``RateLimiter`` in the
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from .defaults import (CONNECT_TIMEOUT, ENV_API_KEY, ENV_MODEL, ENV_MODEL_BASE_URL,
-                       ENV_OPENAI_API_KEY, RATE_LIMIT_TIMEOUT, TIMEOUT)
+from .config_keys import MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT, check_keys, positive, within
+from .defaults import (
+    CONNECT_TIMEOUT,
+    ENV_API_KEY,
+    ENV_MODEL,
+    ENV_MODEL_BASE_URL,
+    ENV_OPENAI_API_KEY,
+    RATE_LIMIT_TIMEOUT,
+    TIMEOUT,
+)
 from .defaults import MAX_ATTEMPTS as DEFAULT_MAX_ATTEMPTS
-from .config_keys import (MAX_ATTEMPTS, MAX_CONCURRENCY, MAX_TIMEOUT, check_keys, positive,
-                          within)
 from .errors import ConfigError
 from .gen_params import check_gen_params
 from .records import ModelSpec
@@ -148,7 +155,8 @@ def model_settings(cfg: Any) -> dict[str, Any]:
     return dict(
         gen_params=_gen_params(cfg),
         timeout=positive(cfg.get("timeout"), "timeout", float, MAX_TIMEOUT) or TIMEOUT,
-        max_attempts=positive(cfg.get(attempts), attempts, int, MAX_ATTEMPTS) or DEFAULT_MAX_ATTEMPTS,
+        max_attempts=(positive(cfg.get(attempts), attempts, int, MAX_ATTEMPTS)
+                      or DEFAULT_MAX_ATTEMPTS),
         connect_timeout=positive(cfg.get("connect_timeout"), "connect_timeout", float,
                                  MAX_TIMEOUT) or CONNECT_TIMEOUT,
         rate_limit_timeout=positive(cfg.get("rate_limit_timeout"), "rate_limit_timeout", float,

@@ -7,9 +7,10 @@ once, how long calls may take, and which endpoint replaces the config's models.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from .breaker import BreakerPolicy
 from .config_keys import MAX_RULE_WORKERS, positive

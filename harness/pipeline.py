@@ -11,10 +11,12 @@ ends. A stage that raises cancels the others; the store writer shields its last 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import anyio
+from anyio import create_memory_object_stream as memory_stream
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .config import DatasetSpec
@@ -137,13 +139,12 @@ class Pipeline:
 
     async def _run_stages(self) -> None:
         options, progress = self.options, self.progress
-        create = anyio.create_memory_object_stream
         model_buffer = max(MODEL_BUFFER_MIN, int(options.concurrency * MODEL_BUFFER_PER_CALLER))
-        model_send, model_recv = create[Sample](model_buffer)
-        score_send, score_recv = create[Completion](SCORE_BUFFER)
-        store_send, store_recv = create[StoreWrite](STORE_BUFFER)
-        judge_send, judge_recv = create[JudgeTask](JUDGE_BUFFER)
-        ask_send, ask_recv = create[JudgeRequest](ASK_BUFFER)
+        model_send, model_recv = memory_stream[Sample](model_buffer)
+        score_send, score_recv = memory_stream[Completion](SCORE_BUFFER)
+        store_send, store_recv = memory_stream[StoreWrite](STORE_BUFFER)
+        judge_send, judge_recv = memory_stream[JudgeTask](JUDGE_BUFFER)
+        ask_send, ask_recv = memory_stream[JudgeRequest](ASK_BUFFER)
         dispatch = Dispatch(judge_send, self.collector, progress.judge)
         outlet = ScoreOutlet(self.scorer, score_send, dispatch)
         callers = options.concurrency if options.mode != "eval" else 0

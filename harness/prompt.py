@@ -16,7 +16,8 @@ stays exactly as written.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
 
 #: The one placeholder syntax: ``{name}``.
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -82,7 +83,7 @@ class PromptTemplate(RawPromptTemplate):
     ``harness.ppl.template.CandidatePromptTemplate``, for ``PPLInferencer``.
     """
 
-    def __new__(cls, template: Any = None, *args: Any, **kwargs: Any) -> "PromptTemplate":
+    def __new__(cls, template: Any = None, *args: Any, **kwargs: Any) -> PromptTemplate:
         # One prompt per label (``{'A': ..., 'B': ...}``) is a PPL template.
         from .ppl.template import CandidatePromptTemplate, is_candidate_dict
 

@@ -28,8 +28,8 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Awaitable, Callable
 
 import anyio
 

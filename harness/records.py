@@ -14,8 +14,9 @@ a ``status`` on the record, never an exception that ends the run::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 from . import defaults
 

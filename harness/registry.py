@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
-T = TypeVar("T")
+# Registered objects are functions or classes: callables with a ``__name__``.
+T = TypeVar("T", bound=Callable[..., Any])
 
 
 class Registry(Generic[T]):
@@ -23,7 +25,7 @@ class Registry(Generic[T]):
         """Decorator: register the object under ``names`` (default: its ``__name__``)."""
 
         def deco(obj: T) -> T:
-            for name in names or (getattr(obj, "__name__"),):
+            for name in names or (obj.__name__,):
                 if name in self._items and self._items[name] is not obj:
                     raise ValueError(f"{self.kind} {name!r} is already registered")
                 self._items[name] = obj

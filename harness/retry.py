@@ -15,14 +15,23 @@ from __future__ import annotations
 import random
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
-from .errors import DecodingError, EndpointDownError, HTTPStatusError, ModelCallError, \
-    NetworkError, PermanentModelError, TransportError, TransportTimeout
+from .errors import (
+    DecodingError,
+    EndpointDownError,
+    HTTPStatusError,
+    ModelCallError,
+    NetworkError,
+    PermanentModelError,
+    TransportError,
+    TransportTimeout,
+)
 
 if TYPE_CHECKING:
     from .breaker import CircuitBreaker

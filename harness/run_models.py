@@ -13,8 +13,9 @@ settles the rest against the work directory:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .errors import ConfigError, ModelCallError, PermanentModelError
 from .records import ModelSpec
@@ -83,8 +84,8 @@ async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
             stored = ", ".join(f"{r.abbr} ({r.model} at {r.identity()['endpoint']})"
                                for r in recorded)
             raise ConfigError(f"{where} holds no predictions of model {spec.model or '(any)'} "
-                              f"at {redact_url(spec.base_url)}; --mode eval re-scores stored predictions "
-                              f"(stored: {stored})", field="--mode")
+                              f"at {redact_url(spec.base_url)}; --mode eval re-scores stored "
+                              f"predictions (stored: {stored})", field="--mode")
         for r in [r for r in matches if r.abbr == spec.abbr] or matches:
             chosen.setdefault(r.abbr, r)
     return EvalSelection(list(chosen.values()), pairs)

@@ -22,13 +22,19 @@ import os
 import sqlite3
 import tempfile
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
-from .errors import (SchemaVersionError, StoreCorruptError, StoreError, WorkDirError,
-                     WorkDirLockedError)
+from .errors import (
+    SchemaVersionError,
+    StoreCorruptError,
+    StoreError,
+    WorkDirError,
+    WorkDirLockedError,
+)
 from .keys import canonical_json
 from .records import Completion, VerdictRecord
 
@@ -128,7 +134,8 @@ WHERE predictions.status != 'ok' OR excluded.status = 'ok'
 _MIGRATE_1_TO_2 = (
     "ALTER TABLE predictions ADD COLUMN reasoning TEXT",
     "UPDATE predictions SET status = 'error', error = 'empty reply stored by an earlier "
-    "version without retries; asked again' WHERE status = 'ok' AND trim(text, char(32, 9, 10, 13)) = ''",
+    "version without retries; asked again' "
+    "WHERE status = 'ok' AND trim(text, char(32, 9, 10, 13)) = ''",
 )
 
 
@@ -157,7 +164,7 @@ class Store:
         self._conn: aiosqlite.Connection | None = None
         self._lock_fd: int | None = None
 
-    async def __aenter__(self) -> "Store":
+    async def __aenter__(self) -> Store:
         self._acquire_lock()
         try:
             _check_writable(self.work_dir)
@@ -352,12 +359,11 @@ class Store:
                f"FROM verdicts WHERE status != 'error' AND key IN ({','.join('?' * len(keys))})")
         try:
             async with self.conn.execute(sql, tuple(keys)) as cur:
-                return {row[0]: VerdictRecord(*row, cached=True)
-                        for row in await cur.fetchall()}
+                return {row[0]: _cached_verdict(row) for row in await cur.fetchall()}
         except sqlite3.Error as exc:
             raise self._error("reading verdicts failed", exc) from exc
 
-    async def lookup_execution(self, key: str) -> "Execution | None":
+    async def lookup_execution(self, key: str) -> Execution | None:
         """The stored execution of a generated program under ``key``, if any."""
         from .sandbox import Execution
 
@@ -370,7 +376,7 @@ class Store:
             raise self._error("reading executions failed", exc) from exc
         return None if row is None else Execution(*row)
 
-    async def write_execution(self, key: str, execution: "Execution") -> None:
+    async def write_execution(self, key: str, execution: Execution) -> None:
         """Commit one execution (never a ``sandbox_error``: that is retried).
 
         One statement, so it commits on its own, or joins a batch of
@@ -475,3 +481,12 @@ def _check_writable(path: Path) -> None:
             raise WorkDirError(f"{path}: {_DISK_FULL}") from exc
         raise WorkDirError(f"{path}: the work directory is not writable ({exc.strerror}); "
                            "make it writable or choose another --work-dir") from exc
+
+
+def _cached_verdict(row: Sequence[Any]) -> VerdictRecord:
+    """A row of ``lookup_verdicts``'s columns as a stored (``cached``) verdict."""
+    (key, judge, model, dataset, index, replica, status, verdict, reply, probability, error,
+     requests, prompt_tokens, completion_tokens) = row
+    return VerdictRecord(key, judge, model, dataset, index, replica, status, verdict, reply,
+                         probability, error, requests, prompt_tokens, completion_tokens,
+                         cached=True)

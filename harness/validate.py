@@ -12,8 +12,9 @@ reach the model as literal text.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from .config import DatasetSpec
 from .config_keys import MAX_CONCURRENCY, directory, positive

@@ -34,9 +34,10 @@ import os
 import pickle
 import signal
 from collections import deque
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Hashable
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -241,7 +242,9 @@ class WorkerPool:
         # Calls in workers at once; a caller past it waits here, untimed.
         self._slots: asyncio.Semaphore | None = None
 
-    async def run(self, fn: Callable[..., Any], *args: Any, timeout: float,
+    # noqa below: ``timeout`` counts from when a worker starts the call (queueing excluded)
+    # and kills that worker, which a caller's cancel scope cannot express.
+    async def run(self, fn: Callable[..., Any], *args: Any, timeout: float,  # noqa: ASYNC109
                   key: Hashable = None) -> Any:
         """``fn(*args)`` in a worker; ``WorkerTimeout`` if it runs over ``timeout`` s
         (counted from when the worker starts it), ``WorkerCrashed`` if its worker dies;

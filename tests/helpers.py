@@ -6,12 +6,23 @@ so the benchmarks use the very same one.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from harness.testing.workloads import (  # noqa: F401  (re-exported for the tests)
-    JUDGE_MODEL, JUDGE_TEMPLATE, arith_datasets, arith_reply, cascade_reply, expected_cascade,
-    fake_judge, expected_correct, model_and_judge, write_arith, write_judge_config)
+    JUDGE_MODEL,
+    JUDGE_TEMPLATE,
+    arith_datasets,
+    arith_reply,
+    cascade_reply,
+    expected_cascade,
+    expected_correct,
+    fake_judge,
+    model_and_judge,
+    write_arith,
+    write_judge_config,
+)
 
 
 def write_config(path: Path, data: Path, *, models: Iterable[dict[str, Any]] | None = None,

@@ -126,14 +126,19 @@ async def test_second_process_on_the_same_work_dir_is_refused(tmp_path):
 
     data = write_arith(tmp_path / "a.jsonl", 200)
     cfg = write_config(tmp_path / "cfg.py", data)
-    async with FakeOpenAI(responder=arith_reply, latency=0.05) as srv:
+    arrived = anyio.Event()
+
+    def reply(body: dict) -> str:
+        arrived.set()
+        return arith_reply(body)
+
+    async with FakeOpenAI(responder=reply, latency=0.05) as srv:
         args = cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--model-base-url",
                    srv.base_url, "--model", "fake-model", "-c", "2")
         first = await anyio.open_process(args, env=env())
         async with first:
             with anyio.fail_after(30):
-                while srv.stats.total == 0:
-                    await anyio.sleep(0.01)
+                await arrived.wait()
             second = await anyio.run_process(args, env=env(), check=False)
             # A run on another work directory shares nothing and goes ahead meanwhile.
             other = list(args)

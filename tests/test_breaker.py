@@ -19,9 +19,18 @@ from harness.breaker import BreakerPolicy
 from harness.errors import EndpointDownError
 from harness.testing import FakeOpenAI, Fault, fail_for
 
-from .helpers import (JUDGE_MODEL, arith_reply, count_stored, expected_cascade,
-                      expected_correct, model_and_judge, model_cfg, write_arith, write_config,
-                      write_judge_config)
+from .helpers import (
+    JUDGE_MODEL,
+    arith_reply,
+    count_stored,
+    expected_cascade,
+    expected_correct,
+    model_and_judge,
+    model_cfg,
+    write_arith,
+    write_config,
+    write_judge_config,
+)
 from .test_cli import cli, env
 
 QUICK = BreakerPolicy(failures=5, seconds=0.5)

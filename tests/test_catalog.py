@@ -45,7 +45,7 @@ def test_every_shipped_dataset_is_listed_with_its_first_docstring_line():
     items = section(catalog_text(), "datasets")
     configs = sorted(ROOT.glob("datasets/*.py"))
     assert len(items) == len(configs) > 0
-    for path, line in zip(configs, items):
+    for path, line in zip(configs, items, strict=True):
         doc = ast.get_docstring(ast.parse(path.read_text()))
         assert line.split()[0] == path.stem
         assert line.endswith(doc.strip().splitlines()[0].strip())

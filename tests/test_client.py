@@ -6,7 +6,11 @@ import pytest
 
 from harness.client import ModelClient
 from harness.errors import (
-    EndpointDownError, HTTPStatusError, ModelCallError, PermanentModelError, TransportTimeout,
+    EndpointDownError,
+    HTTPStatusError,
+    ModelCallError,
+    PermanentModelError,
+    TransportTimeout,
 )
 from harness.records import ModelSpec
 from harness.retry import RetryPolicy, classify

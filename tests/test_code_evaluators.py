@@ -40,7 +40,7 @@ async def test_every_humaneval_canonical_solution_passes():
     details = await _score_all(HumanEvalEvaluator(),
                                [(row["canonical_solution"], row) for row in HUMANEVAL])
     failed = [(row["task_id"], d.get("reason"), d.get("stderr_tail"))
-              for row, d in zip(HUMANEVAL, details) if not d["correct"]]
+              for row, d in zip(HUMANEVAL, details, strict=True) if not d["correct"]]
     assert failed == []
     assert len(details) == 164
 
@@ -48,7 +48,7 @@ async def test_every_humaneval_canonical_solution_passes():
 async def test_a_body_that_returns_nothing_fails_every_humaneval_task():
     details = await _score_all(HumanEvalEvaluator(),
                                [("    return None\n", row) for row in HUMANEVAL])
-    passed = [row["task_id"] for row, d in zip(HUMANEVAL, details) if d["correct"]]
+    passed = [row["task_id"] for row, d in zip(HUMANEVAL, details, strict=True) if d["correct"]]
     assert passed == []
 
 
@@ -58,7 +58,7 @@ async def test_mbpp_reference_solutions_pass_their_own_tests():
     evaluator = MBPPEvaluator(limits=dict(wall_time=120, cpu_time=60))
     details = await _score_all(evaluator, [(row["code"], row) for row in MBPP])
     failed = [(row["task_id"], d.get("reason"), d.get("stderr_tail")) for row, d in
-              zip(MBPP, details) if not d["correct"]]
+              zip(MBPP, details, strict=True) if not d["correct"]]
     assert len(MBPP) - len(failed) == MBPP_REFERENCE_PASSING, failed
 
 

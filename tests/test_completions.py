@@ -13,8 +13,17 @@ import pytest
 import harness
 from harness.testing import FakeOpenAI
 
-from .helpers import (JUDGE_MODEL, arith_reply, expected_cascade, expected_correct,
-                      model_and_judge, model_cfg, write_arith, write_config, write_judge_config)
+from .helpers import (
+    JUDGE_MODEL,
+    arith_reply,
+    expected_cascade,
+    expected_correct,
+    model_and_judge,
+    model_cfg,
+    write_arith,
+    write_config,
+    write_judge_config,
+)
 
 N = 8
 TEXT_TEMPLATE = "dict(type=PromptTemplate, template='Q: {question}\\nA:')"

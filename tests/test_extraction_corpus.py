@@ -15,8 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.testing.corpus import (CATEGORIES, STRICT_CATEGORIES, TASKS, CorpusError,
-                                    agreement, load_corpus, score_corpus, shipped_configs)
+from harness.testing.corpus import (
+    CATEGORIES,
+    STRICT_CATEGORIES,
+    TASKS,
+    CorpusError,
+    agreement,
+    load_corpus,
+    score_corpus,
+    shipped_configs,
+)
 
 TARGET = 0.97
 

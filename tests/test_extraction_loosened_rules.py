@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from harness import (bbh_freeform_postprocess, bbh_mcq_postprocess, gsm8k_postprocess,
-                     math_postprocess_v2)
+from harness import (
+    bbh_freeform_postprocess,
+    bbh_mcq_postprocess,
+    gsm8k_postprocess,
+    math_postprocess_v2,
+)
 from harness.postprocessors import build_postprocessor
 
 # --- MATH: a closing statement without a box ---------------------------------------------

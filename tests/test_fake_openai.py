@@ -508,6 +508,29 @@ async def test_stats_count_in_flight_statuses_and_faults() -> None:
     assert json.loads(json.dumps(stats.as_dict()))["by_status"] == {"200": 3, "429": 1}
 
 
+async def test_wait_idle_returns_only_once_the_last_request_ended() -> None:
+    arrived, release = asyncio.Event(), asyncio.Event()
+
+    async def gate(body: dict) -> str:
+        arrived.set()
+        await release.wait()
+        return "ok"
+
+    async with FakeOpenAI(responder=gate) as server, sdk(server) as client:
+        await server.wait_idle()  # nothing sent yet: idle at once
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(complete, client)
+            await arrived.wait()
+            idle = asyncio.create_task(server.wait_idle())
+            for _ in range(10):  # let the waiter run: it must still be waiting
+                await asyncio.sleep(0)
+            assert not idle.done()
+            release.set()
+            with anyio.fail_after(5):
+                await idle
+            assert server.stats.in_flight == 0
+
+
 async def test_shutdown_cuts_off_stalled_request() -> None:
     seen = asyncio.Event()
 
@@ -548,3 +571,17 @@ async def test_cli_serves_until_sigterm_and_prints_stats() -> None:
     assert answer["choices"][0]["message"]["content"] == "42"
     assert text_answer["choices"][0]["text"] == "42"
     assert json.loads(stdout)["by_status"] == {"200": 2}
+
+
+async def test_scorer_true_means_the_default_scorer_and_false_none() -> None:
+    body = {"model": "fake-model", "prompt": "The capital of France is Paris", "echo": True,
+            "logprobs": 1, "max_tokens": 1}
+    replies = {}
+    for scorer in (None, True, False):
+        async with FakeOpenAI(scorer=scorer) as server, aiohttp.ClientSession() as session:
+            async with session.post(server.base_url + "/completions", json=body) as resp:
+                choice = (await resp.json())["choices"][0]
+                replies[scorer] = (resp.status, choice.get("logprobs"))
+    assert replies[None][0] == 200 and replies[None][1]
+    assert replies[True] == replies[None]
+    assert replies[False] == (200, None)

@@ -21,7 +21,7 @@ async def _start(tmp_path, srv):
                srv.base_url, "--model", "fake-model", "-c", "8")
     proc = await anyio.open_process(args, env=env())
     with anyio.fail_after(30):
-        while count_stored(tmp_path / "w" / "harness.db") < 20:
+        while count_stored(tmp_path / "w" / "harness.db") < 20:  # noqa: ASYNC110 - another process's SQLite file: no event to wait on
             await anyio.sleep(0.01)
     return proc, args
 

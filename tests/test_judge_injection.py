@@ -7,17 +7,17 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import anyio
 import pytest
 
 import harness
-from harness.testing import FakeOpenAI
-from harness.testing.replies import echo_last_user
 from harness.judge.fold import fold
-from harness.testing.gullible import judge_reads, gullible_judge
+from harness.testing import FakeOpenAI
+from harness.testing.gullible import gullible_judge, judge_reads
+from harness.testing.replies import echo_last_user
 from harness.testing.workloads import JUDGE_MODEL
 
 from .helpers import JUDGE_TEMPLATE, arith_reply, write_arith, write_judge_config

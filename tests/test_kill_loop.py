@@ -33,7 +33,7 @@ async def test_twenty_kills_at_random_points_then_resume_equals_a_clean_run(tmp_
             proc = await anyio.open_process(args, env=env())
             async with proc:
                 with anyio.move_on_after(30):
-                    while proc.returncode is None and count_stored(work / "harness.db", "predictions", "verdicts") < target:
+                    while proc.returncode is None and count_stored(work / "harness.db", "predictions", "verdicts") < target:  # noqa: ASYNC110 - another process's SQLite file: no event to wait on
                         await anyio.sleep(0.005)
                 if proc.returncode is not None:
                     break  # it finished before this kill point: the run is complete
@@ -41,8 +41,7 @@ async def test_twenty_kills_at_random_points_then_resume_equals_a_clean_run(tmp_
                 await proc.wait()
             kills += 1
         with anyio.fail_after(10):
-            while srv.stats.in_flight:
-                await anyio.sleep(0.01)
+            await srv.wait_idle()
         final = await anyio.run_process(args, env=env(), check=False)
         assert final.returncode == 0, final.stderr.decode()
         requests_with_kills = srv.stats.total
@@ -57,8 +56,11 @@ async def test_twenty_kills_at_random_points_then_resume_equals_a_clean_run(tmp_
         assert killed[key] == fresh[key]
     for key in ("rule_correct", "llm_evaluated", "llm_correct", "final_correct"):
         assert killed["cascade_stats"][key] == fresh["cascade_stats"][key]
-    strip = lambda text: [{k: v for k, v in json.loads(line).items() if k != "llm_evaluation"}
-                          for line in text.splitlines()]  # noqa: E731
+
+    def strip(text):
+        return [{k: v for k, v in json.loads(line).items() if k != "llm_evaluation"}
+                for line in text.splitlines()]
+
     assert strip((work / "details/fake/arith.jsonl").read_text()) == \
         strip((tmp_path / "clean/details/fake/arith.jsonl").read_text())
     # Each kill can only repeat what was in flight: model calls, judge calls, and

@@ -10,8 +10,14 @@ import pytest
 import harness
 from harness.testing import FakeOpenAI, Fault, fail_first
 
-from .helpers import (arith_dataset, arith_reply, expected_correct, model_cfg, write_arith,
-                      write_config)
+from .helpers import (
+    arith_dataset,
+    arith_reply,
+    expected_correct,
+    model_cfg,
+    write_arith,
+    write_config,
+)
 
 
 def details(work: Path, model: str = "fake", dataset: str = "arith") -> list[dict]:
@@ -57,7 +63,10 @@ async def test_rerun_makes_zero_requests_and_gives_identical_results(server, ari
     before = server.stats.total
     second = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=8)
     assert server.stats.total == before
-    strip = lambda s: {k: v for k, v in s.items() if k not in ("cached_predictions", "call_stats")}
+
+    def strip(s):
+        return {k: v for k, v in s.items() if k not in ("cached_predictions", "call_stats")}
+
     assert [strip(s) for s in second.summaries] == [strip(s) for s in first.summaries]
     assert second.result("arith")["cached_predictions"] == 40
 
@@ -154,7 +163,10 @@ async def test_replicas_get_independent_predictions(server, arith, tmp_path):
 
 async def test_extraction_failure_is_counted_in_extract_rate(tmp_path):
     data = write_arith(tmp_path / "a.jsonl", 10)
-    replies = lambda body: "no idea" if "What is 0 " in str(body) else arith_reply(body)
+
+    def replies(body):
+        return "no idea" if "What is 0 " in str(body) else arith_reply(body)
+
     async with FakeOpenAI(responder=replies) as srv:
         cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
         report = await harness.evaluate(cfg, work_dir=tmp_path / "w")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.postprocessors import build_postprocessor, humaneval_postprocess_v2 as extract
+from harness.postprocessors import build_postprocessor
+from harness.postprocessors import humaneval_postprocess_v2 as extract
 
 DATA = Path(__file__).resolve().parents[1] / "datasets" / "data"
 

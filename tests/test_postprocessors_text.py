@@ -241,4 +241,4 @@ def test_number_normalizing_is_the_same_with_and_without_its_pre_tests(monkeypat
         monkeypatch.setattr(_numeric, name, always)
     slow = [_numeric.normalize_numerals(t) for t in texts]
     assert slow == fast
-    assert sum(a != b for a, b in zip(texts, slow)) > 1000  # separators were joined
+    assert sum(a != b for a, b in zip(texts, slow, strict=True)) > 1000  # separators were joined

@@ -298,14 +298,13 @@ async def test_a_killed_ppl_run_resumes_and_then_reruns_with_zero_requests(tmp_p
         args = cli("run", str(cfg), "-w", str(work), "-q", "-c", "4")
         proc = await anyio.open_process(args, env=env())
         async with proc:
-            with anyio.fail_after(60):
-                while count_stored(work / "harness.db", "predictions") < n:  # a third
+            with anyio.fail_after(60):  # until a third is stored
+                while count_stored(work / "harness.db", "predictions") < n:  # noqa: ASYNC110 - another process's SQLite file: no event to wait on
                     await anyio.sleep(0.005)
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
         with anyio.fail_after(10):
-            while srv.stats.in_flight:
-                await anyio.sleep(0.01)
+            await srv.wait_idle()
         sent_before = [r["prompt"] for r in srv.requests if r.get("echo")]
         stored_before = count_stored(work / "harness.db", "predictions")
         srv.requests.clear()

@@ -8,7 +8,7 @@ hold waiters mid-sleep and cancel or pause them.
 from __future__ import annotations
 
 import random
-from typing import Callable
+from collections.abc import Callable
 
 import anyio
 import pytest
@@ -85,7 +85,7 @@ async def _acquire_into(limiter: RateLimiter, slots: dict[str, float], name: str
 def _max_in_window(slots: list[float], weights: list[float] | None = None) -> float:
     """The largest total weight granted in any half-open 60-second window [s, s+60)."""
     weights = weights or [1.0] * len(slots)
-    return max(sum(w for t, w in zip(slots, weights) if s <= t < s + 60) for s in slots)
+    return max(sum(w for t, w in zip(slots, weights, strict=True) if s <= t < s + 60) for s in slots)
 
 
 async def test_first_request_goes_immediately():

@@ -9,8 +9,14 @@ import pytest
 
 from harness.client import ModelClient
 from harness.errors import (
-    ConfigError, ConnectError, DecodingError, HTTPStatusError, ModelCallError, NetworkError,
-    TransportError, TransportTimeout,
+    ConfigError,
+    ConnectError,
+    DecodingError,
+    HTTPStatusError,
+    ModelCallError,
+    NetworkError,
+    TransportError,
+    TransportTimeout,
 )
 from harness.models import model_spec
 from harness.records import ModelSpec

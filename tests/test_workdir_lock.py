@@ -29,9 +29,10 @@ async def test_deleting_the_lock_file_does_not_let_a_second_run_in(tmp_path):
     n = 20
     cfg = write_config(tmp_path / "cfg.py", write_arith(tmp_path / "a.jsonl", n))
     work = tmp_path / "w"
-    release = anyio.Event()
+    arrived, release = anyio.Event(), anyio.Event()
 
     async def held(body: dict) -> str:
+        arrived.set()
         await release.wait()
         return arith_reply(body)
 
@@ -44,8 +45,7 @@ async def test_deleting_the_lock_file_does_not_let_a_second_run_in(tmp_path):
         first = await anyio.open_process(args(first_srv), env=env())
         async with first:
             with anyio.fail_after(30):
-                while first_srv.stats.in_flight == 0:
-                    await anyio.sleep(0.01)
+                await arrived.wait()
             # What a user clearing a "stale" lock does (the lock file of earlier versions).
             (work / ".lock").unlink(missing_ok=True)
             before = listing(work)
@@ -83,9 +83,10 @@ async def run_while_replaced(tmp_path: Path, work: Path, replace) -> tuple:
     processes' (exit code, stderr) and the listing of ``work`` after the second."""
     n = 12
     cfg = write_config(tmp_path / "cfg.py", write_arith(tmp_path / "a.jsonl", n))
-    release = anyio.Event()
+    arrived, release = anyio.Event(), anyio.Event()
 
     async def held(body: dict) -> str:
+        arrived.set()
         await release.wait()
         return arith_reply(body)
 
@@ -98,8 +99,7 @@ async def run_while_replaced(tmp_path: Path, work: Path, replace) -> tuple:
         first = await anyio.open_process(args(first_srv, str(n)), env=env())
         async with first:
             with anyio.fail_after(30):
-                while first_srv.stats.in_flight == 0:
-                    await anyio.sleep(0.01)
+                await arrived.wait()
             replace(work)
             second = await anyio.run_process(args(second_srv, "5"), env=env(), check=False)
             after_second = listing(work)

@@ -17,16 +17,22 @@ import select
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 import anyio
 import pytest
 
 import harness
 from harness.testing import FakeOpenAI
-from harness.workers import (INLINE_SEND_LIMIT, MAX_WARM_UP_CRASHES, WorkerCrashed, WorkerPool,
-                             WorkerTimeout)
+from harness.workers import (
+    INLINE_SEND_LIMIT,
+    MAX_WARM_UP_CRASHES,
+    WorkerCrashed,
+    WorkerPool,
+    WorkerTimeout,
+)
 
 from .helpers import arith_dataset, arith_reply, expected_correct, model_cfg
 

@@ -15,8 +15,8 @@ from .base import (
     as_detail,
     build_evaluator,
 )
-from .llm import CascadeEvaluator, GenericLLMEvaluator, judge_plan
 from .code import HumanEvalEvaluator, MBPPEvaluator
+from .llm import CascadeEvaluator, GenericLLMEvaluator, judge_plan
 from .math_verify import MATHVerifyEvaluator
 from .rules import AccEvaluator, EMEvaluator
 from .text import BleuEvaluator, NQEvaluator, RougeEvaluator, SquadEvaluator

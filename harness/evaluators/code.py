@@ -19,7 +19,8 @@ import dataclasses
 import platform
 import re
 import secrets
-from typing import Any, ClassVar, Mapping, Protocol, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Protocol
 
 from ..config_keys import check_keys, positive, within
 from ..errors import ConfigError

@@ -8,7 +8,8 @@ them through ``harness.evaluate`` or ``python -m harness run``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..config_keys import accepted_keywords, check_keys, construct, within
 from ..errors import ConfigError

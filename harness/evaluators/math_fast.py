@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import re
 import types
+from collections.abc import Callable
 from fractions import Fraction
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .math_forms import rewrite
 

@@ -11,8 +11,9 @@ the gold cannot be parsed.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from .base import EVALUATORS, BaseEvaluator
 from .math_fast import fast_detail

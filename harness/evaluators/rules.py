@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import unicodedata
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .base import EVALUATORS, BaseEvaluator
 

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from .fold import Folded, fold
 from .tokens import RULE_LINE, WORDS, alnum, separator, template_tokens
@@ -196,7 +196,8 @@ class Defuser:
                     continue
                 end = scan.starting(at, self._markers)
                 if end is not None:
-                    yield at, _UNCLOSED_TAIL.match(text, end).end()
+                    tail = _UNCLOSED_TAIL.match(text, end)  # all optional: always matches
+                    yield at, tail.end() if tail else end
             elif at not in paired:
                 first = scan.ending(at, self._markers, _GAP, whole_word=True)
                 if first is not None:

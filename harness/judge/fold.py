@@ -67,7 +67,7 @@ def _confusable(char: str) -> str | None:
     return ascii_.pop() if len(ascii_) == 1 else None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ascii_lookalike(char: str) -> str:
     """The ASCII text (lower case) a reader takes ``char`` for, or ``char`` itself.
 
@@ -103,7 +103,7 @@ def _fold_char(char: str) -> str:
     return "".join(out)
 
 
-class _FoldTable(dict):  # type: ignore[type-arg]
+class _FoldTable(dict[int, str]):
     """The ``str.translate`` table of ``_fold_char``, filled as characters are met, so
     folding a text runs in C."""
 

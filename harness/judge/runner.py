@@ -16,10 +16,10 @@ from typing import Any
 from ..breaker import BreakerPolicy
 from ..client import ModelClient
 from ..errors import ModelCallError, PermanentModelError
-from ..keys import content_key, request_content
-from ..records import JudgeTask, SampleResult, VerdictRecord
-from ..store import Store
 from ..evaluators.llm import GenericLLMEvaluator
+from ..keys import content_key, request_content
+from ..records import JudgeStatus, JudgeTask, SampleResult, SampleStatus, VerdictRecord
+from ..store import Store
 from ..transport import Transport
 from .spec import JudgeSpec
 from .verdict import FORMAT_REMINDER, parse_verdict, verdict_from_json, verdict_probability
@@ -146,6 +146,11 @@ class JudgeRunner:
         return record("unparsed", verdict=None, reply=reply.text)
 
 
+#: A judge-only sample's status, by its verdict's.
+_JUDGE_ONLY_STATUS: dict[JudgeStatus, SampleStatus] = {
+    "ok": "ok", "unparsed": "judge_unparsed", "error": "judge_error"}
+
+
 def combine(task: JudgeTask, verdict: VerdictRecord,
             messages: tuple[dict[str, str], ...]) -> SampleResult:
     """Merge a verdict into the sample's result, by the seed's decision rules.
@@ -157,7 +162,7 @@ def combine(task: JudgeTask, verdict: VerdictRecord,
     would score exactly the samples the rules got wrong as wrong.
     """
     judge_correct = verdict.verdict == "A" if verdict.status == "ok" else None
-    evaluation = {"prediction": verdict.reply, "verdict": verdict.verdict,
+    evaluation: dict[str, Any] = {"prediction": verdict.reply, "verdict": verdict.verdict,
                   "llm_correct": bool(judge_correct), "status": verdict.status,
                   "cached": verdict.cached, "requests": verdict.requests,
                   "origin_prompt": list(messages)}
@@ -166,8 +171,8 @@ def combine(task: JudgeTask, verdict: VerdictRecord,
     if verdict.error:
         evaluation["error"] = verdict.error
     base = task.result
-    common = dict(judge_status=verdict.status, judge_correct=judge_correct,
-                  judge_cached=verdict.cached)
+    common: dict[str, Any] = dict(judge_status=verdict.status, judge_correct=judge_correct,
+                                  judge_cached=verdict.cached)
     if task.has_rule:
         if verdict.status == "error":
             details = {**base.details, "llm_evaluation": evaluation, "cascade_correct": None}
@@ -176,7 +181,7 @@ def combine(task: JudgeTask, verdict: VerdictRecord,
         final = bool(base.rule_correct) or judge_correct is True
         details = {**base.details, "llm_evaluation": evaluation, "cascade_correct": final}
         return replace(base, correct=final, details=details, **common)
-    status = {"ok": "ok", "unparsed": "judge_unparsed", "error": "judge_error"}[verdict.status]
+    status = _JUDGE_ONLY_STATUS[verdict.status]
     cause = verdict.cause if verdict.status == "error" else (
         "verdict unreadable after the re-asks" if verdict.status == "unparsed" else None)
     return replace(base, status=status, correct=judge_correct, error=verdict.error,

@@ -18,16 +18,29 @@ and ``OC_JUDGE_API_BASE``, as OpenCompass does.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..config_keys import check_keys, within
-from ..defaults import (ENV_API_KEY, ENV_JUDGE_API_BASE, ENV_JUDGE_API_KEY, ENV_JUDGE_MODEL,
-                        ENV_OPENAI_API_KEY, JUDGE_CONCURRENCY)
+from ..defaults import (
+    ENV_API_KEY,
+    ENV_JUDGE_API_BASE,
+    ENV_JUDGE_API_KEY,
+    ENV_JUDGE_MODEL,
+    ENV_OPENAI_API_KEY,
+    JUDGE_CONCURRENCY,
+)
 from ..defaults import MAX_REASKS as DEFAULT_MAX_REASKS
 from ..errors import ConfigError
-from ..models import (ENDPOINT_KEYS, GEN_KEYS, INERT_MODEL_KEYS, MODEL_KEYS, model_settings,
-                      model_spec)
+from ..models import (
+    ENDPOINT_KEYS,
+    GEN_KEYS,
+    INERT_MODEL_KEYS,
+    MODEL_KEYS,
+    model_settings,
+    model_spec,
+)
 from ..records import ModelSpec
 from ..urls import endpoint_url
 from .verdict import CONSTRAINT_MODES, constraint_params

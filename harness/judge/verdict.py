@@ -19,7 +19,8 @@ import json
 import math
 import re
 import unicodedata
-from typing import Any, Literal, Sequence
+from collections.abc import Sequence
+from typing import Any, Literal
 
 __all__ = [
     "CONSTRAINT_MODES",

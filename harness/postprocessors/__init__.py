@@ -8,9 +8,9 @@ extract rate counts it). Configs name them as in OpenCompass::
     pred_postprocessor=dict(type=first_option_postprocess, options='ABCD')
 
 Modules: :mod:`.options` (option letters), :mod:`.numbers` (GSM8K), :mod:`.math`
-(``\\boxed``), :mod:`.bbh`, :mod:`.code` (programs), :mod:`.general`, :mod:`.xml`, :mod:`.think`; the rules they
-share (``<think>`` removal, Unicode folding, grader appeals, self-corrections and
-hedges) live in :mod:`._text` and :mod:`._commit`.
+(``\\boxed``), :mod:`.bbh`, :mod:`.code` (programs), :mod:`.general`, :mod:`.xml`,
+:mod:`.think`; the rules they share (``<think>`` removal, Unicode folding, grader appeals,
+self-corrections and hedges) live in :mod:`._text` and :mod:`._commit`.
 """
 
 from __future__ import annotations

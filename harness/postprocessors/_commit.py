@@ -10,8 +10,9 @@ final ("The final answer is …"); two different answers with no correction, or 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 
 class _Hedge:

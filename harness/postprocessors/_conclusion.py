@@ -117,8 +117,8 @@ def concluded_number(text: str, before: str = "") -> str | None:
         if len(numbers) == 1 and (numbers <= computed[i] or _CONCLUSION.search(sentence)):
             return next(iter(numbers))  # "His profit is 20 dollars": a result restated
         # Otherwise the sentence restates givens ("She started with 16 eggs."): go on.
-    numbers = _numbers(" ".join(pieces))
-    return numbers[-1] if numbers else None
+    found = _numbers(" ".join(pieces))
+    return found[-1] if found else None
 
 
 def concludes(text: str) -> bool:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ._commit import HEDGE, Candidate, committed_clause, sentence_bounds
 from ._text import sentences, span_after
@@ -100,7 +101,7 @@ def _inline(text: str, letters: str) -> dict[str, str]:
         if len(marks) < 2 or any(m.group(1) not in letters for m in marks):
             continue
         found = {}
-        for m, nxt in zip(marks, marks[1:] + [None]):
+        for m, nxt in zip(marks, marks[1:] + [None], strict=True):
             line_end = text.find("\n", m.end())
             end = nxt.start() if nxt else line_end if line_end >= 0 else len(text)
             value = text[m.end():end].strip().rstrip(",;").strip()

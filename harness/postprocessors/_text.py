@@ -11,10 +11,11 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 # Full-width ASCII (U+FF01..U+FF5E) maps to ASCII by a fixed offset.
-_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
+_WIDTH: dict[int, int | str | None] = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 _WIDTH.update({
     0x3000: " ",  # ideographic space
     0x2212: "-", 0xFE63: "-", 0x2796: "-",  # minus signs a model may print for negatives
@@ -271,7 +272,7 @@ def drop_quoted(text: str) -> str:
         if _ATTRIBUTION.search(lead):
             keep[i:j] = [False] * (j - i)
         i = j
-    return "\n".join(line for line, k in zip(lines, keep) if k)
+    return "\n".join(line for line, k in zip(lines, keep, strict=True) if k)
 
 
 # Reasoning blocks under other names: "<think >", "<reasoning>", "<|begin_of_thought|>".
@@ -362,4 +363,4 @@ def looks_truncated(text: str) -> bool:
     # run of letters from every start position.
     last = re.search(r"([A-Za-z]+)\W*$", tail[-64:])
     # Only a lower-case word dangles: a final "A" or "I" is an option letter, not "a"/"i".
-    return bool(last) and last.group(1) in _DANGLING and tail[-1].isalpha()
+    return last is not None and last.group(1) in _DANGLING and tail[-1].isalpha()

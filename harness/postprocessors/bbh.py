@@ -8,16 +8,23 @@ Both are applied to predictions *and* golds, so a gold ``'(C)'`` and a predictio
 from __future__ import annotations
 
 import re
-from itertools import takewhile
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ._commit import HEDGE, Candidate, commit, committed_clause
 from ._conclusion import concluded_number
 from ._labels import FOREIGN_LABELS, closing_label
 from ._numeric import normalize_numerals, span_value, words_to_digits, words_to_number
 from ._registry import POSTPROCESSORS
-from ._text import (FOREIGN_CUE, appeal_proof, inline_answer_headings, looks_truncated, prepare,
-                    sentences, span_after)
+from ._text import (
+    FOREIGN_CUE,
+    appeal_proof,
+    inline_answer_headings,
+    looks_truncated,
+    prepare,
+    sentences,
+    span_after,
+)
 from .math import find_boxed
 from .options import ALL_LETTERS, choose_option, question_options
 
@@ -209,9 +216,13 @@ def _closing(lines: list[str]) -> str:
     """The answer of a reply without an answer statement, from how it closes: a label
     stated as a sentence (see :mod:`._labels`), a count in a concluding sentence, or a
     closing list of single words (word sorting); '' otherwise."""
-    items = list(takewhile(bool, map(_LIST_ITEM.match, reversed(lines))))
-    if len(items) >= 2:  # the reply closes on a list of single words
-        return " ".join(m.group(1).lower() for m in reversed(items))
+    words: list[str] = []  # the closing run of list items' single words, last first
+    for line in reversed(lines):
+        if (m := _LIST_ITEM.match(line)) is None:
+            break
+        words.append(m.group(1).lower())
+    if len(words) >= 2:  # the reply closes on a list of single words
+        return " ".join(reversed(words))
     sentence = sentences(lines[-1])[-1]
     bare = normalize_freeform(sentence)
     if bare in _LABELS:

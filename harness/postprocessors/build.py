@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ..config_keys import accepted_keywords, check_keys
 from ._registry import POSTPROCESSORS
@@ -47,7 +48,7 @@ def _check_kwargs(func: Callable[..., Any], name: str, kwargs: Mapping[str, Any]
         raise TypeError(f"postprocessor {name!r}: {exc}") from None
 
 
-def build_postprocessor(cfg: Any) -> Callable[[Any], Any] | None:
+def build_postprocessor(cfg: Any) -> BoundPostprocessor | None:
     """A per-sample callable from ``dict(type=name_or_callable, **kwargs)``; None for None.
 
     ``type`` is a registered name (``'first-option'`` or ``'first_option_postprocess'``)

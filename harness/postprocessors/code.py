@@ -24,7 +24,8 @@ import ast
 import builtins
 import re
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ._registry import POSTPROCESSORS
 from ._text import as_text, strip_think

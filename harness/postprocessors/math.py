@@ -8,8 +8,16 @@ from fractions import Fraction
 from typing import Any
 
 from ._closing import closing_answer
-from ._commit import (DECLARED, HEDGE, RETRACTION, Candidate, box_rank, commit, committed_clause,
-                      rank)
+from ._commit import (
+    DECLARED,
+    HEDGE,
+    RETRACTION,
+    Candidate,
+    box_rank,
+    commit,
+    committed_clause,
+    rank,
+)
 from ._registry import POSTPROCESSORS
 from ._text import FOREIGN_CUE, appeal_proof, as_text, inline_answer_headings, prepare, span_after
 
@@ -59,7 +67,9 @@ def _brace_pairs(text: str) -> dict[int, int]:
 def last_boxed_only_string(text: Any) -> str | None:
     """The last ``\\boxed{…}`` (or ``\\fbox{…}``) with its wrapper, or None (OpenCompass)."""
     raw = as_text(text)
-    boxes = find_boxed(raw) if raw else []
+    if not raw:
+        return None
+    boxes = find_boxed(raw)
     return raw[boxes[-1][0]:boxes[-1][1]] if boxes else None
 
 

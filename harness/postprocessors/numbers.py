@@ -5,14 +5,38 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._commit import (CONCLUDING, DECLARED, HEDGE, RETRACTION, Candidate, box_rank, commit,
-                      committed_clause, rank)
+from ._commit import (
+    CONCLUDING,
+    DECLARED,
+    HEDGE,
+    RETRACTION,
+    Candidate,
+    box_rank,
+    commit,
+    committed_clause,
+    rank,
+)
 from ._conclusion import concluded_number, concludes
-from ._numeric import (NEGATED, hedged, normalize_numerals, retraction_value, span_value,
-                       words_to_digits)
+from ._numeric import (
+    NEGATED,
+    hedged,
+    normalize_numerals,
+    retraction_value,
+    span_value,
+    words_to_digits,
+)
 from ._registry import POSTPROCESSORS
-from ._text import (FOREIGN_CUE, FOREIGN_CUE_WORDS, LINE_END, appeal_proof, as_text,
-                    looks_truncated, may_match, prepare, span_after)
+from ._text import (
+    FOREIGN_CUE,
+    FOREIGN_CUE_WORDS,
+    LINE_END,
+    appeal_proof,
+    as_text,
+    looks_truncated,
+    may_match,
+    prepare,
+    span_after,
+)
 from .math import find_boxed
 
 # GSM8K's answer marker, not a markdown heading ("#### Step 3") or a longer run of #.

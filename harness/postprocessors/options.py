@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import re
 import string
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from . import _letters, _option_text
 from ._commit import HEDGE, Candidate, commit
@@ -200,7 +201,7 @@ def last_option_postprocess(text: Any, options: Any = "ABCD",
     if not toks:
         return ""
     found = _letters.value(toks[-1], reply, options)
-    return "" if found is HEDGE else found
+    return found if isinstance(found, str) else ""  # not HEDGE
 
 
 @POSTPROCESSORS.register("first-capital", "first_capital_postprocess")
@@ -224,4 +225,4 @@ def first_capital_postprocess(text: Any) -> str:
     if not toks:
         return ""
     found = _letters.value(toks[0], reply, ALL_LETTERS)
-    return "" if found is HEDGE else found
+    return found if isinstance(found, str) else ""  # not HEDGE

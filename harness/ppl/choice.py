@@ -15,8 +15,9 @@ The highest score wins; ties go to the first candidate in template order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 #: The length normalizations a PPL dataset can rank by.
 Normalization = Literal["sum", "token", "byte"]

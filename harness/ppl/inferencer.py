@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..errors import ConfigError
 from .choice import NORMALIZATIONS
@@ -40,8 +41,8 @@ class PPLInferencer:
                               "'token' or 'byte'", field="normalizing_str")
         unknown = sorted(set(inert) - set(INERT_KEYS))
         if unknown:
-            raise ConfigError(f"unknown key for PPLInferencer (it takes normalization, "
-                              f"method, labels, top_logprobs)", field=unknown[0])
+            raise ConfigError("unknown key for PPLInferencer (it takes normalization, "
+                              "method, labels, top_logprobs)", field=unknown[0])
         if normalization not in NORMALIZATIONS:
             raise ConfigError(f"must be one of {', '.join(NORMALIZATIONS)}, not "
                               f"{normalization!r}", field="normalization")

@@ -9,6 +9,9 @@ what is missing, before any candidate is sent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from ..client import ModelClient
 from ..errors import ModelCallError, PermanentModelError
 from ..urls import redact_url
@@ -65,7 +68,8 @@ async def probe(client: ModelClient, api: str, top: int, wanted: str) -> frozens
     return frozenset(offered)
 
 
-async def _ask(client: ModelClient, body: dict, path: str, read) -> object:
+async def _ask(client: ModelClient, body: dict, path: str,
+               read: Callable[[Any], Any]) -> object:
     """``read`` of the reply, or the ``ModelCallError`` that refused the request (a 400
     for an unknown field is an answer here); an auth or unknown-model error ends the
     run as it would for any request."""

@@ -20,7 +20,8 @@ that is what the store holds, so a changed normalization re-ranks without a requ
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ..retry import BadResponse
 

@@ -15,7 +15,8 @@ offers (``harness.ppl.probe``); a rerun served from the store probes nothing.
 from __future__ import annotations
 
 import json
-from typing import Any, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import anyio
 
@@ -27,8 +28,15 @@ from ..records import Completion, Sample
 from ..retry import BadResponse
 from .choice import Likelihood, choose, common_prefix, token_boundary
 from .probe import UnsupportedLikelihoodError, probe
-from .requests import (ECHO_PARAMS, echo_body, next_token_body, next_token_params,
-                       read_echo, read_top, usage)
+from .requests import (
+    ECHO_PARAMS,
+    echo_body,
+    next_token_body,
+    next_token_params,
+    read_echo,
+    read_top,
+    usage,
+)
 
 GetClient = Callable[[], Awaitable[ModelClient]]
 
@@ -85,7 +93,7 @@ class PPLRunner:
         stored = await self.store.lookup_predictions([*plan.echo_keys.values(), plan.next_key])
         return stored, _stored_method(plan, stored, wanted)
 
-    async def _method(self, client: ModelClient, plan: "Plan", wanted: str,
+    async def _method(self, client: ModelClient, plan: Plan, wanted: str,
                       top: int) -> str:
         async with self._lock:  # one probe per endpoint, however many workers ask
             offered = self._methods.get(id(client))
@@ -104,7 +112,7 @@ class PPLRunner:
             f"PPL method {wanted!r} needs the completions endpoint; model "
             f"{client.spec.model!r} is called on chat (set its api='completions')")
 
-    async def _request(self, client: ModelClient, plan: "Plan", method: str,
+    async def _request(self, client: ModelClient, plan: Plan, method: str,
                        stored: Mapping[str, Any], rows: list[Completion]) -> int:
         """Send what the store lacks; append a row per reply; the attempts made."""
         model = client.spec.model
@@ -114,9 +122,12 @@ class PPLRunner:
                 if key in stored:
                     continue
                 text = plan.texts[label]
+
+                def read(data: Any, text: str = text) -> tuple[Any, tuple[int, int]]:
+                    return _required(read_echo(data, text), data, "echo")
+
                 (parsed, used), tries = await client.post_json(
-                    echo_body(model, text), "/completions",
-                    lambda data, t=text: _required(read_echo(data, t), data, "echo"))
+                    echo_body(model, text), "/completions", read)
                 attempts += tries
                 rows.append(plan.row(key, plan.candidates[label], ECHO_PARAMS, "completions",
                                      parsed, used, tries))
@@ -136,7 +147,7 @@ def _required(parsed: Any, data: Any, what: str) -> tuple[Any, tuple[int, int]]:
     return parsed, usage(data)
 
 
-def _stored_method(plan: "Plan", stored: Mapping[str, Any], wanted: str) -> str | None:
+def _stored_method(plan: Plan, stored: Mapping[str, Any], wanted: str) -> str | None:
     """The method whose every row is stored already (echo first), if any."""
     if wanted != "next_token" and plan.api == "completions" \
             and all(k in stored for k in plan.echo_keys.values()):
@@ -160,7 +171,7 @@ class Plan:
             self.texts = {label: as_text(m) for label, m in self.candidates.items()}
             texts = list(self.texts.values())
             self.split = token_boundary(texts[0], common_prefix(texts))
-            self.continuations = {l: t[self.split:] for l, t in self.texts.items()}
+            self.continuations = {label: t[self.split:] for label, t in self.texts.items()}
             context = texts[0][:self.split]
             self.context_messages: tuple[Mapping[str, str], ...] = (
                 {"role": "user", "content": context},)
@@ -168,7 +179,7 @@ class Plan:
         else:
             self.texts = {}
             self.context_messages = _chat_context(self.candidates, sample.dataset)
-            self.continuations = {l: m[-1]["content"] for l, m in self.candidates.items()}
+            self.continuations = {label: m[-1]["content"] for label, m in self.candidates.items()}
             self.context_request = self.context_messages
         self.echo_keys = {label: prediction_key(identity, m, ECHO_PARAMS, 0, "completions")
                           for label, m in self.candidates.items()}
@@ -236,7 +247,8 @@ def _from_echo(label: str, text: str, split: int, scored: Mapping[str, Any]) -> 
 
 def _from_top(label: str, continuation: str, top: list[list[Any]]) -> Likelihood:
     exact = [lp for token, lp in top if token == continuation]
-    loose = [lp for token, lp in top if continuation.strip() and token.strip() == continuation.strip()]
+    stripped = continuation.strip()
+    loose = [lp for token, lp in top if stripped and token.strip() == stripped]
     if exact or loose:
         return Likelihood(label, continuation, (continuation,), (max(exact or loose),))
     # Not listed: below the lowest listed token, or below a listed token it starts with.

@@ -13,7 +13,8 @@ builds this class itself when its template is such a dict.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..prompt import Messages, PromptTemplate, as_text
 from .choice import common_prefix
@@ -75,7 +76,8 @@ class CandidatePromptTemplate(PromptTemplate):
             texts = [as_text(m) for m in rendered]
             return ({"role": "user", "content": texts[0][:common_prefix(texts)]},)
         shared = []
-        for messages in zip(*rendered):
+        # Candidates may differ in length: the shared prefix ends at the shortest.
+        for messages in zip(*rendered, strict=False):
             if any(m != messages[0] for m in messages):
                 break
             shared.append(messages[0])

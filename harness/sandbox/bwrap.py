@@ -106,7 +106,7 @@ def _open_dirs(path: str) -> list[str]:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def check_bwrap() -> None:
     """Raise ``SandboxUnavailable`` unless bwrap can start a sandbox here (probed once
     per process by running ``true`` in one)."""

@@ -14,22 +14,21 @@ and processes in reach: never the default, only an explicit opt-in (see ``resolv
 from __future__ import annotations
 
 import json
-import re
 import logging
 import os
+import re
 import signal
-import sys
 import tempfile
 import time
 from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
 from .bwrap import LAUNCHER, SANDBOX_CWD, bwrap_command, check_bwrap, python_executable
-from .limits import Execution, Limits, SandboxKind
+from .limits import Execution, Limits, Outcome, SandboxKind
 
 log = logging.getLogger(__name__)
 
@@ -45,20 +44,21 @@ _UNSAFE_WARNING = ("running model-written code WITHOUT a sandbox (sandbox='none'
                    " behind. Use this only for code you trust.")
 
 
-def resolve(sandbox: SandboxKind | None) -> SandboxKind:
+def resolve(sandbox: str | None) -> SandboxKind:
     """The sandbox to use: the one given, else ``none`` if ``HARNESS_UNSAFE_EXECUTION=1``,
     else ``bwrap``. Checks bwrap works (``SandboxUnavailable`` if not) and warns loudly,
     once, about ``none``."""
     if sandbox is None:
         sandbox = "none" if os.environ.get(UNSAFE_ENV) == "1" else "bwrap"
-    if sandbox not in ("bwrap", "none"):
+    if sandbox not in ("bwrap", "none"):  # a config's string, checked here
         raise ValueError(f"sandbox must be 'bwrap' or 'none', not {sandbox!r}")
-    if sandbox == "bwrap":
+    kind = cast(SandboxKind, sandbox)
+    if kind == "bwrap":
         check_bwrap()
     elif not _Uids.warned:
         _Uids.warned = True
         log.warning(_UNSAFE_WARNING, UNSAFE_ENV)
-    return sandbox
+    return kind
 
 
 class _Uids:
@@ -146,7 +146,7 @@ async def _run(source: str, limits: Limits, sandbox: SandboxKind, cfg: dict[str,
                          f"the sandbox failed before the program ran ({_tail_line(err)})",
                          duration)
     if why is not None:
-        outcome = "timeout" if why == "wall-clock limit" else "failed"
+        outcome: Outcome = "timeout" if why == "wall-clock limit" else "failed"
         return Execution(outcome, code, out, err, why, duration)
     if code == 0:
         return Execution("passed", 0, out, err, None, duration)
@@ -156,7 +156,7 @@ async def _run(source: str, limits: Limits, sandbox: SandboxKind, cfg: dict[str,
 
 
 async def _supervise(process: Process, source: str, limits: Limits,
-                     init: "_Init") -> tuple[str | None, str, str]:
+                     init: _Init) -> tuple[str | None, str, str]:
     """Feed the source, read both streams under the output cap, wait for the end.
 
     Returns why the program was stopped (``None``: it ended by itself) and the tails.

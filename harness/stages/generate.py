@@ -10,8 +10,9 @@ model), which stops the run.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream
@@ -19,8 +20,8 @@ from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 from ..breaker import BreakerPolicy
 from ..client import ModelClient
-from ..errors import ModelCallError, PermanentModelError
 from ..config import DatasetSpec
+from ..errors import ModelCallError, PermanentModelError
 from ..progress import Progress, StageCounts
 from ..records import Completion, ModelSpec, Sample, StoreWrite
 from ..retry import CallStats

@@ -10,8 +10,9 @@ re-asks and the decision rules are ``harness.judge.runner``'s.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Mapping
+from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream

@@ -8,7 +8,8 @@ the rest to the model callers (``--mode eval``: finished as ``missing``).
 
 from __future__ import annotations
 
-from typing import Iterator, Literal, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Literal
 
 from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 

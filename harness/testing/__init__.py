@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from harness.testing.mock_transport import MockRequest, MockResponse, MockTransport
 from harness.testing.replies import (
-    FAULT_KINDS, Fault, FaultPolicy, Reply, echo_last_user, fail_first, fail_for, fault_rate,
+    FAULT_KINDS,
+    Fault,
+    FaultPolicy,
+    Reply,
+    echo_last_user,
+    fail_first,
+    fail_for,
+    fault_rate,
     request_key,
 )
 

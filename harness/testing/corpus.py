@@ -19,9 +19,13 @@ from typing import Any
 import anyio
 
 from harness.config import DatasetSpec, load_config
-from harness.postprocessors import (bbh_freeform_postprocess, bbh_mcq_postprocess,
-                                    gsm8k_dataset_postprocess, gsm8k_postprocess,
-                                    math_postprocess_v2)
+from harness.postprocessors import (
+    bbh_freeform_postprocess,
+    bbh_mcq_postprocess,
+    gsm8k_dataset_postprocess,
+    gsm8k_postprocess,
+    math_postprocess_v2,
+)
 from harness.postprocessors.build import BoundPostprocessor
 from harness.progress import Progress
 from harness.records import Completion, Sample

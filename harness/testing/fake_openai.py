@@ -25,18 +25,37 @@ import sys
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 
 from harness.testing.logprobs import Scorer
 from harness.testing.replies import (
-    ERROR_KINDS, MALFORMED_JSON, ROUTES, Fault, FaultPolicy, Reply, Responder, Route, Stats,
-    dumps, echo_last_user, error_body, fault_rate, loads, model_entry, request_key,
+    ERROR_KINDS,
+    MALFORMED_JSON,
+    ROUTES,
+    Fault,
+    FaultPolicy,
+    Reply,
+    Responder,
+    Route,
+    Stats,
+    dumps,
+    echo_last_user,
+    error_body,
+    fault_rate,
+    loads,
+    model_entry,
+    request_key,
     retry_after_value,
 )
 
 _NO_CONTENT = Reply(None)
+
+
+def _route_of(request: web.Request) -> Route:
+    """The route a request came in on (``start`` names every route it adds)."""
+    return ROUTES[cast(str, request.match_info.route.name)]
 
 
 class FakeOpenAI:
@@ -67,7 +86,8 @@ class FakeOpenAI:
         #: Token log-probabilities of ``/completions`` (``echo``, ``logprobs``); see
         #: ``harness.testing.logprobs``. ``None``: that route ignores both, as
         #: servers without them do.
-        self.scorer = Scorer() if scorer is None else scorer
+        self.scorer: Scorer | None = (Scorer() if scorer is None or scorer is True
+                                      else None if scorer is False else scorer)
         self.latency, self.faults = latency, faults
         self.models, self.strict_models, self.record = tuple(models), strict_models, record
         self.api_key, self.rpm_limit, self.window = api_key, rpm_limit, window
@@ -78,6 +98,8 @@ class FakeOpenAI:
         self._attempts: dict[str, int] = {}
         self._accepted: deque[float] = deque()
         self._pauses: set[asyncio.Future[bool]] = set()
+        self._idle = asyncio.Event()  # set while no request is being handled
+        self._idle.set()
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
@@ -101,6 +123,11 @@ class FakeOpenAI:
         self._accepted.clear()
         in_flight, self.stats = self.stats.in_flight, Stats()
         self.stats.in_flight = in_flight
+
+    async def wait_idle(self) -> None:
+        """Return once no request is being handled, e.g. after a killed client's
+        connections were noticed and their handlers ended."""
+        await self._idle.wait()
 
     async def start(self) -> None:
         """Bind the port (``port=0``: a free one) and start serving."""
@@ -143,17 +170,20 @@ class FakeOpenAI:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         stats = self.stats
         stats.total += 1
-        stats.by_route[request.match_info.route.name] += 1
+        stats.by_route[_route_of(request).name] += 1
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
+        self._idle.clear()
         try:
             return await self._answer(request)
         finally:
             self.stats.in_flight -= 1
+            if self.stats.in_flight == 0:
+                self._idle.set()
 
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         # The route comes from the request, so subclasses that wrap _answer(request) still work.
-        route = ROUTES[request.match_info.route.name]
+        route = _route_of(request)
         if not self._authorized(request):
             return self._error("unauthorized")
         body = await _read_json(request)

@@ -11,7 +11,8 @@ import functools
 import html
 import re
 import unicodedata
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from confusable_homoglyphs import confusables
 
@@ -28,7 +29,7 @@ _READ_BY_NAME = (
 )
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reads_char(char: str) -> str:
     """A character as a careless judge model takes it: invisible ones are not there; one
     that looks like an ASCII character, by its Unicode name or by Unicode's confusables
@@ -99,8 +100,8 @@ class _Structure:
                 spans.add(pair.span())  # the same letters, or a phrase holding its words
         for line in re.finditer(r"(?m)^[^\S\n]*(?:#{1,6}|\*\*)([^#*\n]+?)(?:\*\*)?:?[^\S\n]*$",
                                 text):
-            words = re.findall(r"[^\W_]+", line.group(1))
-            if len(words) <= 8 and self.heading_words & set(words):
+            heading = re.findall(r"[^\W_]+", line.group(1))
+            if len(heading) <= 8 and self.heading_words & set(heading):
                 spans.add(line.span())
         # Within a pair of brackets only the pair decides ("[/ A N S W E R]" is a closer).
         spans |= {m.span() for pattern in self._patterns for m in re.finditer(pattern, text)

@@ -82,7 +82,7 @@ def _grouped(text: str, sep: str = ",") -> str:
     if m is None:
         return text
     digits = m[2]
-    groups = []
+    groups: list[str] = []
     while len(digits) > 3:
         groups.insert(0, digits[-3:])
         digits = digits[:-3]
@@ -102,7 +102,8 @@ def numeric_variants(gold: str) -> list[str]:
     exact = _decimal(value)
     plain = exact if exact is not None else None
     forms = [f"\\frac{{{value.numerator}}}{{{value.denominator}}}",
-             f"{value.numerator}/{value.denominator}", f"\\dfrac{{{value.numerator}}}{{{value.denominator}}}"]
+             f"{value.numerator}/{value.denominator}",
+             f"\\dfrac{{{value.numerator}}}{{{value.denominator}}}"]
     if value < 0:
         forms.append(f"-\\frac{{{-value.numerator}}}{{{value.denominator}}}")
     if plain is not None:

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from anyio.lowlevel import checkpoint

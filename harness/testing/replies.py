@@ -43,7 +43,9 @@ except ImportError:  # pragma: no cover - orjson is optional
     def _canonical(obj: Any) -> bytes:
         return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
 
-    loads = json.loads
+    def loads(data: bytes | bytearray | memoryview | str) -> Any:
+        """Parse JSON, as ``orjson.loads`` does (json takes no memoryview)."""
+        return json.loads(bytes(data) if isinstance(data, memoryview) else data)
 
 FaultKind = Literal[
     "rate_limit", "server_error", "slow", "stall", "drop", "malformed_json",

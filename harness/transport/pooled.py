@@ -12,8 +12,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import ConnectTimeout, HTTPStatusError, RemoteDisconnected, TransportError, \
-    TransportTimeout
+from ..errors import (
+    ConnectTimeout,
+    HTTPStatusError,
+    RemoteDisconnected,
+    TransportError,
+    TransportTimeout,
+)
 from .base import CONNECT_TIMEOUT, connection_error, decoded, exception_chain
 
 
