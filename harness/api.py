@@ -15,9 +15,10 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any
 
 import anyio
 
@@ -28,12 +29,12 @@ from .models import resolve_models
 from .options import RunOptions
 from .pipeline import Pipeline
 from .progress import Progress
-from .records import ModelSpec, SampleResult
+from .records import SampleResult
 from .results import summary_table
-from .stages.collect import write_results
-from .summary import ResultSummary
 from .run_models import discover_name, models_for_eval, spec_record, unique_abbrs
+from .stages.collect import write_results
 from .store import Store
+from .summary import ResultSummary
 from .validate import validate_dataset
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .summary import ResultSummary

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 import harness
-from harness.sandbox import Limits, run_program
+from harness.sandbox import Limits
 from harness.testing import FakeOpenAI
-from tests.test_code_pipeline import BY_PROMPT, DATASETS, HUMANEVAL, _model, good
-from tests.test_sandbox_hostile import SMALL, _contained, _marker
+from tests.test_code_pipeline import BY_PROMPT, DATASETS, _model, good
+from tests.test_sandbox_hostile import _contained, _marker
 
 # A wrong body (every HumanEval task's tests reject ``None``) followed by a way to exit 0
 # before, or despite, the tests; each task of the replayed run gets one of them.

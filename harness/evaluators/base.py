@@ -8,7 +8,8 @@ pipeline aggregates. ``score`` keeps the OpenCompass batch interface for library
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..config_keys import accepted_keywords, check_keys, construct, positive, within
 from ..registry import Registry

@@ -11,7 +11,8 @@ evaluator is built, not with this module: every CLI start imports the registry.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..metrics.text import best_over_references, exact_match, token_f1
 from .base import EVALUATORS, BaseEvaluator

@@ -17,7 +17,8 @@ and returns one ``MetricValue`` per metric of ``evaluator.statistics()``, primar
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..records import SCORED_STATUSES
 from .intervals import RESAMPLES, SEED

@@ -11,7 +11,8 @@ reading only. A sample may have any number of references.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from sacrebleu.metrics import BLEU, CHRF

@@ -9,7 +9,7 @@ multinomial row (``n`` draws with replacement), in blocks that bound the memory.
 
 from __future__ import annotations
 
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 

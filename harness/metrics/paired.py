@@ -7,8 +7,9 @@ prediction (as in ``aggregate``). Replicas of one sample move together in a resa
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..records import SCORED_STATUSES
 from .aggregate import Filler, clustered

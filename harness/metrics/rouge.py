@@ -10,7 +10,7 @@ and digits (it was written for English): text in other scripts scores 0.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from rouge_score import rouge_scorer
 

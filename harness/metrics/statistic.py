@@ -16,8 +16,9 @@ question) add up into one row and the bootstrap resamples clusters, not replicas
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 

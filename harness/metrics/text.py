@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")

@@ -15,7 +15,6 @@ import os
 import resource
 import sys
 
-
 _CLONE_NEWUSER = 0x10000000
 _PR_SET_DUMPABLE = 4
 

@@ -8,9 +8,10 @@ Collecting is not a stream of its own: each stage hands the samples it finishes 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 

@@ -15,9 +15,10 @@ its ``ScoreOutlet``: a stream hop and a task switch cost more than the check.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import TracebackType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
