@@ -166,7 +166,8 @@ def main() -> None:
             extra={"ok_first": ok_first, "ok_rerun": ok_rerun, "stages": stages},
             notes=[f"\nfirst run: judge requests = rule failures: "
                    f"{'met' if ok_first else 'NOT met'}; rerun: 0 model, 0 judge requests, "
-                   f"< {TARGET_RERUN_S:g} s: {'met' if ok_rerun else 'NOT met'}"])
+                   f"< {TARGET_RERUN_S:g} s: "
+                   f"{('met' if ok_rerun else 'NOT met') if reruns else 'no rerun'}"])
     if stages and not args.json:
         print("\nCPU by stage (profiled run's CPU × the stage's share of busy py-spy "
               "samples; units: model requests, judge requests):\n")
