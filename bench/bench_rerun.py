@@ -115,7 +115,7 @@ async def run(args: argparse.Namespace,
                 judge_requests = server.count(bl.JUDGE_MODEL, mark)
                 db = sum(p.stat().st_size for p in work.glob("harness.db*")) / 2**20
                 name = "first" if i == 0 else f"rerun {i}" if args.reruns > 1 else "rerun"
-                if summary is not None:
+                if summary is not None and i == 0:  # harness's own CPU only when attached
                     stage_cpu(rows_stages, summary, m["cpu"], server.count("fake-model", mark),
                               judge_requests)
                 rows.append({
