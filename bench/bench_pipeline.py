@@ -48,6 +48,7 @@ def main() -> None:
     pyspy = shutil.which("py-spy")
     if args.profile and pyspy is None:
         raise SystemExit("--profile needs py-spy: pip install py-spy")
+    bg = bl.busy_cores()
 
     with bl.ServerProcess(latency=args.latency, reply=args.reply) as server, \
             tempfile.TemporaryDirectory() as tmp_name:
@@ -89,7 +90,8 @@ def main() -> None:
                      "× floor": m["wall"] / floor["wall"],
                      "CPU s / 1k samples": 1000 * m["cpu"] / args.n,
                      "peak RSS MiB": m["rss_mib"]})
-    params = {"N": args.n, "C": args.c, "L": args.latency, "repeat": args.repeat}
+    params = {"N": args.n, "C": args.c, "L": args.latency, "repeat": args.repeat,
+              "bg_busy_cpus": bg}
     # floors + first runs (+ the profiled run); the rerun sends nothing
     expected = args.n * (2 * args.repeat + bool(args.profile))
     extra = {"physical_limit_s": limit, "server": stats,

@@ -13,10 +13,15 @@ judge for the rule failures) runs as a child process, twice on the same work dir
   (target < 2 s, interpreter start-up included).
 
 ``--profile`` adds one more rerun under ``py-spy record`` (saved with its summary in
-``bench/results/``, see ``bench/profile_summary.py``).
+``bench/results/``, see ``bench/profile_summary.py``). ``--profile first`` records the
+first run instead and charges its CPU to the pipeline's stages: the process's CPU
+(``os.wait4``) split in proportion to the busy py-spy samples of each stage
+(``profile_summary.stage_of``), then the judge stage's per verdict (judge request)
+against the model stage's per model request.
 
     python bench/bench_rerun.py            # N = 10,000
     python bench/bench_rerun.py -n 2000 --reruns 3
+    python bench/bench_rerun.py -n 100000 -c 256 --reruns 0 --profile first
 """
 
 from __future__ import annotations
@@ -43,7 +48,32 @@ def responder(body: dict[str, Any]) -> str:
     return bl.fake_judge(body) if bl.is_judge(body) else bl.cascade_reply(body)
 
 
-async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+MODEL_STAGE = profile_summary.STAGES["harness/stages/generate.py"]
+JUDGE_STAGE = profile_summary.STAGES["harness/stages/judge.py"]
+
+
+def stage_cpu(out: list[dict[str, Any]], summary: dict[str, Any], cpu: float,
+              model_requests: int, judge_requests: int) -> None:
+    """Append to ``out`` one row per stage of a profiled run: its share of the busy
+    samples, that share of the run's CPU, and the CPU per unit of the model and judge
+    stages (per request sent), also with the no-stage share split per HTTP request."""
+    busy = summary["samples_busy_all_threads"] or 1
+    shares = {r["stage"]: r["samples"] / busy for r in summary["by_stage"]}
+    http = model_requests + judge_requests
+    shared_per_request = cpu * shares.get(profile_summary.NO_STAGE, 0.0) / max(1, http)
+    units = {MODEL_STAGE: model_requests, JUDGE_STAGE: judge_requests}
+    for stage, share in sorted(shares.items(), key=lambda kv: -kv[1]):
+        unit = units.get(stage)
+        own = 1000 * cpu * share / unit if unit else None
+        out.append({"stage": stage, "% of busy samples": 100 * share,
+                    "CPU s": cpu * share, "units": unit,
+                    "CPU ms per unit": own,
+                    "CPU ms per unit with no-stage share":
+                    own + 1000 * shared_per_request if unit else None})
+
+
+async def run(args: argparse.Namespace,
+              rows_stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     server = TimedServer(responder, models=("fake-model", bl.JUDGE_MODEL), record=False)
     rows = []
     async with server:
@@ -57,16 +87,20 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                                         mode=args.mode, judge=judge)
             work = tmp / "work"
             cmd = bl.harness_run(cfg, work, "-c", str(args.c))
-            for i in range(1 + args.reruns + bool(args.profile)):
+            profiled_run = 0 if args.profile == "first" else 1 + args.reruns
+            for i in range(1 + args.reruns + (args.profile == "rerun")):
                 mark = len(server.log)
-                profiled = args.profile and i == 1 + args.reruns
+                profiled = args.profile is not None and i == profiled_run
+                summary = None
                 if profiled:
                     bl.RESULTS.mkdir(parents=True, exist_ok=True)
-                    profile = bl.RESULTS / (f"rerun-n{args.n}-{args.mode}-"
+                    profile = bl.RESULTS / (f"rerun-n{args.n}-{args.mode}-{args.profile}-"
                                             f"{time.strftime('%Y%m%d-%H%M%S')}.pyspy.txt")
-                    m = await bl.ameasure([
+                    # The first run's CPU is charged to stages, so it must be harness's
+                    # alone: py-spy attaches to it rather than being its parent.
+                    m = await (bl.ameasure_profiled(cmd, profile) if i == 0 else bl.ameasure([
                         shutil.which("py-spy") or "py-spy", "record", "--idle", "--threads",
-                        "-r", "200", "-f", "raw", "-o", str(profile), "--", *cmd])
+                        "-r", "200", "-f", "raw", "-o", str(profile), "--", *cmd]))
                     summary = profile_summary.summarize(profile, 15, 200)
                     text = io.StringIO()
                     with contextlib.redirect_stdout(text):
@@ -81,6 +115,9 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 judge_requests = server.count(bl.JUDGE_MODEL, mark)
                 db = sum(p.stat().st_size for p in work.glob("harness.db*")) / 2**20
                 name = "first" if i == 0 else f"rerun {i}" if args.reruns > 1 else "rerun"
+                if summary is not None and i == 0:  # harness's own CPU only when attached
+                    stage_cpu(rows_stages, summary, m["cpu"], server.count("fake-model", mark),
+                              judge_requests)
                 rows.append({
                     "run": name + (" under py-spy" if profiled else ""),
                     "db MiB": db,
@@ -107,13 +144,15 @@ def main() -> None:
     parser.add_argument("--judge-rpm", type=float, default=None,
                         help="judge rpm (default: unlimited)")
     parser.add_argument("--reruns", type=int, default=1, help="reruns after the first run")
-    parser.add_argument("--profile", action="store_true",
-                        help="one more rerun under py-spy; profile and summary saved in "
-                             "bench/results/ (not part of the targets)")
+    parser.add_argument("--profile", nargs="?", const="rerun", choices=["rerun", "first"],
+                        help="one more rerun under py-spy (or, 'first', the first run: its "
+                             "row's wall then includes the profiler's pauses, and its CPU "
+                             "is charged to stages); profile and summary saved in bench/results/")
     bl.common_args(parser)
     args = parser.parse_args()
     bg = bl.busy_cores()
-    rows = asyncio.run(run(args))
+    stages: list[dict[str, Any]] = []
+    rows = asyncio.run(run(args, stages))
     first = rows[0]
     reruns = [r for r in rows[1:] if "py-spy" not in r["run"]]
     ok_first = first["judge requests"] == first["rule failures"]
@@ -124,10 +163,23 @@ def main() -> None:
                "judge requests", "rule failures", "llm_evaluated", "judge requests = rule failures",
                "expected rule failures", "cached predictions", "judge cache hits", "accuracy"]
     bl.emit("rerun", params, columns, rows, as_json=args.json,
-            extra={"ok_first": ok_first, "ok_rerun": ok_rerun},
+            extra={"ok_first": ok_first, "ok_rerun": ok_rerun, "stages": stages},
             notes=[f"\nfirst run: judge requests = rule failures: "
                    f"{'met' if ok_first else 'NOT met'}; rerun: 0 model, 0 judge requests, "
-                   f"< {TARGET_RERUN_S:g} s: {'met' if ok_rerun else 'NOT met'}"])
+                   f"< {TARGET_RERUN_S:g} s: "
+                   f"{('met' if ok_rerun else 'NOT met') if reruns else 'no rerun'}"])
+    if stages and not args.json:
+        print("\nCPU by stage (profiled run's CPU × the stage's share of busy py-spy "
+              "samples; units: model requests, judge requests):\n")
+        bl.print_table(params, list(stages[0]), stages, digits={"CPU ms per unit": 3,
+                       "CPU ms per unit with no-stage share": 3})
+        by = {r["stage"]: r for r in stages}
+        judge, model = by.get(JUDGE_STAGE), by.get(MODEL_STAGE)
+        if judge and model and judge["CPU ms per unit"] is not None:
+            ok = judge["CPU ms per unit"] <= model["CPU ms per unit"]
+            print(f"\njudge CPU per verdict {judge['CPU ms per unit']:.3f} ms vs model CPU "
+                  f"per request {model['CPU ms per unit']:.3f} ms: judge ≤ model "
+                  f"{'met' if ok else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -66,6 +66,27 @@ async def ameasure(cmd: Sequence[str], *, env: dict[str, str] | None = None,
         return child.finish(await asyncio.to_thread(child.wait), check)
 
 
+async def ameasure_profiled(cmd: Sequence[str], profile: Path, *, rate: int = 200,
+                            timeout: float | None = None) -> dict[str, Any]:
+    """:func:`ameasure` with ``py-spy record --idle --threads -f raw`` attached to the child
+    by PID (so the child's own CPU, not py-spy's, is what ``os.wait4`` reports; the first
+    fraction of a second, before py-spy attaches, is not in the profile)."""
+    import shutil
+
+    with _Child(cmd, None, timeout) as child:
+        spy = subprocess.Popen([shutil.which("py-spy") or "py-spy", "record", "--idle",
+                                "--threads", "-r", str(rate), "-f", "raw", "-o", str(profile),
+                                "--pid", str(child.proc.pid)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            result = child.finish(await asyncio.to_thread(child.wait), True)
+            # py-spy writes the profile once it sees its target exit.
+            await asyncio.to_thread(spy.wait, 120)
+        finally:
+            _kill(spy)
+    return result
+
+
 class _Child:
     """One measured child process; ``__exit__`` kills it unless it was reaped."""
 

@@ -6,6 +6,12 @@ socket I/O, extraction/scoring, store, details writing, streams/event loop, impo
 
     python bench/profile_summary.py bench/results/pipeline-n10000-c64-....txt [--top 15]
 
+It also charges each busy sample (any thread) to a pipeline stage (:data:`STAGES`): the
+outermost frame of a ``harness/stages/`` module in its stack, i.e. the stage task whose
+coroutine the event loop was running (the model stage's inline scoring is the model
+stage's, a judge call's HTTP client work the judge stage's). Samples outside every
+stage task (event-loop callbacks such as socket reads, set-up) are "no stage".
+
 A sample is put in a category by walking its stack from the leaf towards the root: the
 first frame whose file belongs to a category decides. Frames of the standard library and
 of anyio/asyncio helpers (locks, cancel scopes, tasks) are "neutral" and charge their
@@ -43,6 +49,16 @@ CATEGORIES: list[tuple[str, tuple[str, ...]]] = [
                                           "harness/dataset.py", "harness/prompt.py",
                                           "harness/validate.py", "harness/records.py")),
 ]
+#: Pipeline stage of a ``harness/stages/`` module (see :func:`stage_of`).
+STAGES: dict[str, str] = {
+    "harness/stages/generate.py": "model (generate: calls, inline scoring)",
+    "harness/stages/judge.py": "judge (lookup, ask)",
+    "harness/stages/read.py": "read (stored predictions)",
+    "harness/stages/score.py": "score (rule worker pool)",
+    "harness/stages/write.py": "store writer",
+    "harness/stages/collect.py": "collect (results, details)",
+}
+NO_STAGE = "no stage (event-loop callbacks, socket reads, set-up, other threads)"
 IMPORTS = "imports (module loading, also lazy ones inside the run)"
 OUTSIDE = "outside the event loop (config, set-up, shutdown)"
 LOOP = "event loop itself (asyncio/anyio scheduling)"
@@ -108,6 +124,15 @@ def classify_detail(frames: list[str]) -> tuple[str, str]:
     return LOOP, ""
 
 
+def stage_of(frames: list[str]) -> str:
+    """The pipeline stage of one stack (root→leaf): its outermost stage-module frame."""
+    for frame in frames:
+        stage = STAGES.get(frame_file(frame)[1])
+        if stage is not None:
+            return stage
+    return NO_STAGE
+
+
 def _package(file: str) -> str:
     parts = file.split("/")
     if parts[0] == "harness":
@@ -126,8 +151,11 @@ def summarize(path: Path, top: int = 15, rate: float | None = None) -> dict[str,
     inclusive: Counter[str] = Counter()
     threads: Counter[str] = Counter()
     busy_other: Counter[str] = Counter()
+    stages: Counter[str] = Counter()
     for thread, frames, n in rows:
         category, package = classify_detail(frames)
+        if category != IDLE:
+            stages[stage_of(frames)] += n
         is_main = _tid(thread) in main_tids
         threads[thread] += n
         if is_main:
@@ -163,6 +191,8 @@ def summarize(path: Path, top: int = 15, rate: float | None = None) -> dict[str,
                                         if c2 == c and p]}
                         for c, n in main.most_common()],
         "other_threads_busy": [{"thread": t, "samples": n} for t, n in busy_other.most_common()],
+        "samples_busy_all_threads": sum(stages.values()),
+        "by_stage": [{"stage": s, "samples": n} for s, n in stages.most_common()],
     }
     if rate:
         result["rate_hz"] = rate
@@ -206,6 +236,13 @@ def print_summary(summary: dict[str, Any]) -> None:
             f"{r['thread']} {r['samples']}" for r in summary["other_threads_busy"])
               + " (the aiosqlite thread's are mostly its SQLite calls, C code that may be "
                 "waiting for the disk or the GIL rather than using CPU)")
+    busy = summary["samples_busy_all_threads"] or 1
+    print("\nBusy samples (all threads) by pipeline stage (the outermost `harness/stages/` "
+          "frame):\n")
+    print("| stage | samples | % of busy |")
+    print("|---|---|---|")
+    for row in summary["by_stage"]:
+        print(f"| {row['stage']} | {row['samples']} | {100 * row['samples'] / busy:.1f} |")
 
 
 def main() -> None:
