@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .breaker import BreakerPolicy, CircuitBreaker
+from .defaults import CONCURRENCY
 from .errors import EndpointDownError, ModelCallError
 from .prompt import as_text
 from .records import ModelSpec
@@ -59,7 +60,7 @@ class ModelClient:
     ``spec.transport`` names. The client owns it: ``aclose`` closes it.
     """
 
-    def __init__(self, spec: ModelSpec, *, concurrency: int = 64,
+    def __init__(self, spec: ModelSpec, *, concurrency: int = CONCURRENCY,
                  policy: RetryPolicy | None = None,
                  limit_slots: bool = True, counts: Any = None,
                  breaker: BreakerPolicy = BreakerPolicy(), role: str = "model",

@@ -32,6 +32,9 @@ EMBEDDED_TIMEOUT = 300.0
 JUDGE_CONCURRENCY = 8
 #: Re-asks with a format reminder after an unreadable verdict.
 MAX_REASKS = 2
+#: The most ``max_reasks`` may be: each re-ask is a paid request, and a judge that has
+#: not answered A or B after ten reminders will not.
+REASKS_LIMIT = 10
 
 # Environment variables.
 
@@ -51,3 +54,5 @@ ENV_JUDGE_API_KEY = "OC_JUDGE_API_KEY"
 ENV_CACHE_DIR = "HARNESS_CACHE_DIR"
 #: Where judge template presets are read from (default: the shipped ``judges/``).
 ENV_JUDGES_DIR = "HARNESS_JUDGES_DIR"
+#: ``1`` runs model-written code without a sandbox (``harness.sandbox``): unsafe.
+ENV_UNSAFE_EXECUTION = "HARNESS_UNSAFE_EXECUTION"

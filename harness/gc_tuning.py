@@ -5,11 +5,10 @@ objects, and every collection walks all young objects still alive. Two of harnes
 processes allocate at a rate where that adds up:
 
 - a CLI run with hundreds of requests in flight keeps their objects alive across
-  collections: at 10,000 samples and concurrency 256 the default thresholds spent
-  about 0.6 s of a 6 s run in some 400 collections, 0.05 s at ``YOUNG_THRESHOLD``;
-- a math-verify worker builds and drops sympy expressions: a check took 33.0M
-  instructions with the default thresholds and 30.0M tuned (callgrind, 100 MATH-500
-  checks).
+  collections, so the default thresholds walk them again and again;
+- a math-verify worker builds and drops sympy expressions by the thousand.
+
+The measured cost of both is in ``bench/README.md``.
 
 Objects made before the work starts (imported modules, sympy's tables, the config) are
 frozen, so no collection walks them again. Memory stays flat: reference counting frees

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
+from .defaults import MAX_ATTEMPTS, RATE_LIMIT_TIMEOUT
 from .errors import (
     DecodingError,
     EndpointDownError,
@@ -169,10 +170,10 @@ class RetryPolicy:
     that takes: a rate limit is waited out, not counted.
     """
 
-    max_attempts: int = 6
+    max_attempts: int = MAX_ATTEMPTS
     initial: float = 0.5
     maximum: float = 30.0
-    rate_limit_timeout: float = 300.0
+    rate_limit_timeout: float = RATE_LIMIT_TIMEOUT
 
     def delay(self, exc: BaseException | None, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""

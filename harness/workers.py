@@ -5,14 +5,12 @@ thread; a worker process runs every check in its main thread, so they work there
 check that hangs anyway is stopped at ``timeout``: its worker is killed, a fresh one
 takes its place, and the sample is one timeout, never a stalled pipeline.
 
-Why not ``anyio.to_process`` (which this module used before): it hands a worker one call
-at a time, so after every check the worker sleeps until the parent has read the result
-and sent the next call. On this project's 2-core VM a check timed inside such a worker
-took 10-30 % more CPU than the same check in a plain process, and the parent spent
-0.23-0.25 ms of CPU per call. Here each worker holds up to ``depth`` calls: while it runs
-one, the next waits in its pipe, so it goes from check to check without sleeping; the
-parent reads replies in an event-loop callback and times calls with loop timers, about
-0.12-0.18 ms per call (``bench/bench_rules.py``). A call's time limit starts when the
+Why not ``anyio.to_process``: it hands a worker one call at a time, so after every check
+the worker sleeps until the parent has read the result and sent the next call, and it
+cannot warm a replacement worker. Here each worker holds up to ``depth`` calls: while it
+runs one, the next waits in its pipe, so it goes from check to check without sleeping;
+the parent reads replies in an event-loop callback and times calls with loop timers
+(the measurements are in ``bench/README.md``). A call's time limit starts when the
 parent sees the worker start it (the reply before it arrived), never while it waits.
 
 Why not ``pebble.ProcessPool`` either: its warm-ups are fixed at construction, a warm-up

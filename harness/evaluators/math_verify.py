@@ -46,10 +46,8 @@ class MATHVerifyEvaluator(BaseEvaluator):
         Much of a check's cost is state built on first use and kept: latex2sympy's
         ANTLR prediction cache, math-verify's compiled patterns, sympy's lazily built
         tables. Left to the samples, every worker builds it again from the checks it
-        happens to get, so two workers do more work in all than one process does: for
-        the 500 MATH-500 answers (``bench/bench_rules.py`` pairs, callgrind), 26M
-        instructions per check in one process against 31-34M in each half, and after
-        this warm-up 20.5M against 21-23M.
+        happens to get, so two workers would do more work in all than one process
+        (``bench/README.md``, bench_rules.py).
         """
         for prediction, gold in warm_up_pairs():
             self.score_sample(prediction, gold)

@@ -30,6 +30,7 @@ from ..defaults import (
     ENV_JUDGE_MODEL,
     ENV_OPENAI_API_KEY,
     JUDGE_CONCURRENCY,
+    REASKS_LIMIT,
 )
 from ..defaults import MAX_REASKS as DEFAULT_MAX_REASKS
 from ..errors import ConfigError
@@ -44,10 +45,6 @@ from ..models import (
 from ..records import ModelSpec
 from ..urls import endpoint_url
 from .verdict import CONSTRAINT_MODES, constraint_params
-
-#: The most re-asks after an unreadable verdict: each is a paid request, and a judge
-#: that has not answered A or B after ten reminders will not.
-MAX_REASKS = 10
 
 #: ``judge_cfg`` keys beyond a model dict's (``rpm``, ``tpm`` and ``concurrency`` are
 #: model keys: they pace a judge exactly as they pace a model).
@@ -105,8 +102,8 @@ def judge_settings(judge_cfg: Any) -> dict[str, Any]:
         raise ConfigError(f"must be True or False, not {logprobs!r}", field="logprobs")
     reasks = judge_cfg.get("max_reasks", DEFAULT_MAX_REASKS)
     if (isinstance(reasks, bool) or not isinstance(reasks, int)
-            or not 0 <= reasks <= MAX_REASKS):
-        raise ConfigError(f"must be a whole number from 0 to {MAX_REASKS}, not {reasks!r}",
+            or not 0 <= reasks <= REASKS_LIMIT):
+        raise ConfigError(f"must be a whole number from 0 to {REASKS_LIMIT}, not {reasks!r}",
                           field="max_reasks")
     return dict(constrain=constrain, logprobs=logprobs, max_reasks=reasks)
 

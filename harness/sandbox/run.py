@@ -27,13 +27,14 @@ from typing import Any, cast
 import anyio
 from anyio.abc import ByteReceiveStream, Process
 
+from ..defaults import ENV_UNSAFE_EXECUTION
 from .bwrap import LAUNCHER, SANDBOX_CWD, bwrap_command, check_bwrap, python_executable
 from .limits import Execution, Limits, Outcome, SandboxKind
 
 log = logging.getLogger(__name__)
 
 #: Set to ``1`` to run model code without a sandbox when no ``sandbox=`` is given.
-UNSAFE_ENV = "HARNESS_UNSAFE_EXECUTION"
+UNSAFE_ENV = ENV_UNSAFE_EXECUTION
 
 #: First uid handed to sandboxed programs when harness runs as root; each concurrent
 #: program of each harness process gets its own (see ``_Uids``).

@@ -15,10 +15,11 @@ import socket
 from collections.abc import Mapping
 from typing import Any, Protocol, runtime_checkable
 
+from .. import defaults
 from ..errors import ConnectError, DecodingError, NetworkError
 
 #: Default seconds to open a connection (a model's ``connect_timeout``).
-CONNECT_TIMEOUT = 10.0
+CONNECT_TIMEOUT = defaults.CONNECT_TIMEOUT
 
 
 @runtime_checkable
