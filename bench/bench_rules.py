@@ -32,7 +32,6 @@ middle of the list, and the pool run is repeated twice:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
@@ -49,32 +48,15 @@ SOLO = "pool, 1 worker (CPU per check alone)"
 
 
 def build_pairs(count: int, path: Path = DATA) -> list[tuple[str, str]]:
-    """``count`` (prediction, gold) pairs from MATH-500 answers, cycling through them.
+    """``count`` (prediction, gold) pairs from MATH-500 answers, cycling through them
+    (``harness.testing.math_pairs.reply_pairs``: boxed right answers, prose, bare
+    answers, boxed answers of another problem). Up to 500 pairs every problem comes once
+    (301 distinct answers: a repeated one is parsed once per process, and the pool routes
+    checks by reference); past that caches favour the single process more, so keep
+    ``count`` ≤ 500 for a fair speedup."""
+    from harness.testing.math_pairs import math500_answers, reply_pairs
 
-    By ``(i + cycle) % 10``: 0-5 a boxed right answer inside a sentence, 6 a right answer
-    in prose without a box, 7 a bare right answer, 8-9 a boxed answer of another problem
-    (mostly wrong). Up to 500 pairs every problem comes once (301 distinct answers: a
-    repeated one is parsed once per process, and the pool routes checks by reference);
-    past that a problem comes back with another kind of prediction, and caches favour
-    the single process more, so keep ``count`` ≤ 500 for a fair speedup.
-    """
-    answers = [json.loads(line)["answer"] for line in path.read_text().splitlines() if line]
-    pairs = []
-    for i in range(count):
-        gold = answers[i % len(answers)]
-        cycle = i // len(answers)
-        kind = (i + cycle) % 10
-        if kind <= 5:
-            pred = f"Putting it together, the final answer is $\\boxed{{{gold}}}$."
-        elif kind == 6:
-            pred = f"Therefore the answer is ${gold}$."
-        elif kind == 7:
-            pred = gold
-        else:
-            other = answers[(i * 7 + 13 + cycle) % len(answers)]
-            pred = f"So we get $\\boxed{{{other}}}$."
-        pairs.append((pred, gold))
-    return pairs
+    return reply_pairs(math500_answers(path), count)
 
 
 def run_sequential(pairs: list[tuple[str, str]]) -> dict[str, Any]:
