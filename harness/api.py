@@ -13,7 +13,6 @@ event loop, so harness embeds in any async program::
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -133,7 +132,7 @@ async def open_run(config: str | Path | RunConfig | None = None,
     # Without a work_dir, each config gets its own, so two configs never share a store.
     default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
     # Resolved once: a symlink re-pointed during the run must not move its files.
-    work = Path(os.path.realpath(options.work_dir or run_config.work_dir or default))
+    work = Path(await anyio.Path(options.work_dir or run_config.work_dir or default).resolve())
     progress = progress or Progress()
     started = time.monotonic()
     async with contextlib.AsyncExitStack() as stack:

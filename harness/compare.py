@@ -63,9 +63,10 @@ def paired_interval(fixed: int, broken: int, both: int, n: int) -> list[float] |
     return [round(100 * low, 4), round(100 * high, 4)]
 
 
-def load_verdicts(path: Path) -> dict[tuple[int, int], tuple[Any, bool]]:
-    """``(index, replica) → (extracted answer, correct)`` for the scored rows of a file."""
-    out: dict[tuple[int, int], tuple[Any, bool]] = {}
+def load_verdicts(path: Path) -> dict[tuple[Any, Any], tuple[Any, bool]]:
+    """``(index, replica) → (extracted answer, correct)`` for the scored rows of a file
+    (keys as the file holds them: a hand-edited row may lack either)."""
+    out: dict[tuple[Any, Any], tuple[Any, bool]] = {}
     if not path.is_file():
         return out
     for _, row in iter_details(path):
@@ -77,8 +78,8 @@ def load_verdicts(path: Path) -> dict[tuple[int, int], tuple[Any, bool]]:
     return out
 
 
-def compare_verdicts(a: dict[tuple[int, int], tuple[Any, bool]],
-                     b: dict[tuple[int, int], tuple[Any, bool]]) -> dict[str, Any]:
+def compare_verdicts(a: dict[tuple[Any, Any], tuple[Any, bool]],
+                     b: dict[tuple[Any, Any], tuple[Any, bool]]) -> dict[str, Any]:
     """Counts, changed samples, accuracies and the paired difference of two runs."""
     keys = sorted(a.keys() & b.keys(),
                   key=lambda k: tuple(x if isinstance(x, int) else -1 for x in k))
@@ -203,7 +204,7 @@ def _changed_table(changed: list[dict[str, Any]], max_changed: int) -> list[str]
         rows.append([str(c["index"]), str(c["replica"]), _short(c["a_pred"]),
                      _mark(c["a_correct"]), _short(c["b_pred"]), _mark(c["b_correct"])])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = ["  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip()
+    out = ["  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
            for r in rows]
     if len(shown) < len(changed):
         out.append(f"  … and {len(changed) - len(shown)} more (--max-changed 0 lists all)")

@@ -77,7 +77,9 @@ async def test_config_error_exits_2_naming_the_field(tmp_path):
 async def test_failed_samples_exit_1_with_a_resume_hint(tmp_path):
     data = write_arith(tmp_path / "a.jsonl", 4)
     cfg = write_config(tmp_path / "cfg.py", data)
-    fail_two = lambda body, attempt: Fault("server_error") if "What is 2 " in str(body) else None
+    def fail_two(body, attempt):
+        return Fault("server_error") if "What is 2 " in str(body) else None
+
     async with FakeOpenAI(responder=arith_reply, faults=fail_two) as srv:
         result = await anyio.run_process(
             cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--model-base-url",
@@ -106,13 +108,12 @@ async def test_sigkill_midway_then_resume_loses_nothing_and_repeats_only_in_flig
         proc = await anyio.open_process(cli("run", str(cfg), "-w", str(work), *args), env=env())
         async with proc:
             with anyio.fail_after(60):
-                while count_stored(work / "harness.db") < n // 2:
+                while count_stored(work / "harness.db") < n // 2:  # noqa: ASYNC110 - another process's SQLite file: no event to wait on
                     await anyio.sleep(0.02)
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
         with anyio.fail_after(10):
-            while srv.stats.in_flight:  # the server notices the dead connections
-                await anyio.sleep(0.01)
+            await srv.wait_idle()  # the server notices the dead connections
         stored = _stored_indices(work / "harness.db")
         sent_before_kill = len(srv.requests)
         assert len(stored) < n

@@ -31,7 +31,7 @@ FIXED_REFS = [  # two references each (sacrebleu streams need the same count)
 
 def streams(refs):
     """Per-sample reference lists → sacrebleu's reference streams."""
-    return [list(s) for s in zip(*refs)]
+    return [list(s) for s in zip(*refs, strict=True)]
 
 
 def ntrex(n):
@@ -77,7 +77,7 @@ def test_bad_tokenizer_is_a_config_error():
 def test_bootstrap_interval_agrees_with_sacrebleus_own():
     hyps, refs = ntrex(400)
     ev = build_evaluator(dict(type="BleuEvaluator"))
-    value = ev.aggregate([ev.score_sample(h, r) for h, r in zip(hyps, refs)])
+    value = ev.aggregate([ev.score_sample(h, r) for h, r in zip(hyps, refs, strict=True)])
     ours = value.ci95[1] - value.ci95[0]
     # sacrebleu reports mean ± 1.96·sd of its own 1,000 resamples.
     theirs = 2 * sacrebleu.metrics.BLEU().corpus_score(hyps, streams(refs), n_bootstrap=1000)._ci

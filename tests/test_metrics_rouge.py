@@ -19,7 +19,7 @@ def test_rouge_equals_rouge_score_mean(stem):
     scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=stem)
     result = build_evaluator(dict(type="RougeEvaluator", use_stemmer=stem)).score(PREDS, REFS)
     for name in ("rouge1", "rouge2", "rougeL"):
-        expected = [scorer.score_multi(r, p)[name].fmeasure for p, r in zip(PREDS, REFS)]
+        expected = [scorer.score_multi(r, p)[name].fmeasure for p, r in zip(PREDS, REFS, strict=True)]
         assert result[name] == pytest.approx(100 * sum(expected) / len(expected))
         assert [d[name] for d in result["details"]] == pytest.approx(
             [100 * e for e in expected])
@@ -30,5 +30,5 @@ def test_rouge_equals_rouge_score_mean(stem):
 
 def test_rouge_interval_brackets_the_mean():
     ev = build_evaluator(dict(type="RougeEvaluator"))
-    value = ev.aggregate([ev.score_sample(p, r) for p, r in zip(PREDS * 20, REFS * 20)])
+    value = ev.aggregate([ev.score_sample(p, r) for p, r in zip(PREDS * 20, REFS * 20, strict=True)])
     assert value.name == "rouge1" and value.ci95[0] < value.value < value.ci95[1]

@@ -49,7 +49,7 @@ def official_em(prediction, ground_truth):
 
 def official_evaluate(predictions, references):
     em = f1 = 0.0
-    for pred, refs in zip(predictions, references):
+    for pred, refs in zip(predictions, references, strict=True):
         em += max(official_em(pred, r) for r in refs)
         f1 += max(official_f1(pred, r) for r in refs)
     return 100.0 * em / len(predictions), 100.0 * f1 / len(predictions)

@@ -37,7 +37,8 @@ class BaseEvaluator:
     key is an error, never silently ignored.
     """
 
-    needs_worker: ClassVar[bool] = False
+    #: Set per instance by a cascade whose rule layer needs a worker, so not a ClassVar.
+    needs_worker: bool = False
     #: Evaluators that run programs (code) are awaited through ``ascore_sample``.
     executes: bool = False
     metric: ClassVar[str] = "accuracy"
@@ -47,8 +48,9 @@ class BaseEvaluator:
                  pred_postprocessor: Mapping[str, Any] | None = None) -> None:
         from ..postprocessors import build_postprocessor
 
-        if positive(timeout, "timeout") is not None:
-            self.timeout = float(timeout)
+        checked = positive(timeout, "timeout")
+        if checked is not None:
+            self.timeout = float(checked)
         # OpenCompass evaluators may carry their own pred_postprocessor, applied after the
         # dataset's (a cascade's rule layer uses it; see CascadeEvaluator).
         with within("pred_postprocessor"):
@@ -108,7 +110,10 @@ class BaseEvaluator:
         if len(predictions) != len(references):
             return {"error": "predictions and references have different lengths"}
         items = list(test_set) if test_set is not None else [None] * len(predictions)
-        details = [self.score_sample(p, r, t) for p, r, t in zip(predictions, references, items)]
+        if len(items) != len(predictions):
+            return {"error": "test_set and predictions have different lengths"}
+        details = [self.score_sample(p, r, t)
+                   for p, r, t in zip(predictions, references, items, strict=True)]
         out: dict[str, Any] = {}
         for stat in self.statistics():
             value = self.aggregate(details, stat.name).value if details else None

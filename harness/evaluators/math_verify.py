@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, ClassVar
+from typing import Any
 
 from .base import EVALUATORS, BaseEvaluator
 from .math_fast import fast_detail
@@ -27,7 +27,7 @@ NO_GOLD = "the reference could not be parsed by math-verify"
 class MATHVerifyEvaluator(BaseEvaluator):
     """Math answer equivalence (``\\frac{1}{2}`` = ``0.5`` = ``1/2``) via math-verify."""
 
-    needs_worker: ClassVar[bool] = True
+    needs_worker: bool = True
     timeout: float = 20.0
 
     def __init__(self, parse_timeout: int = 5, verify_timeout: int = 5, fast: bool = True,

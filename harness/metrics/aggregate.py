@@ -76,7 +76,7 @@ def clustered(stat: Statistic, rows: Iterable[tuple[Any, Mapping[str, Any]]]) ->
     for index, detail in rows:
         numbers = stat.row(detail)
         if index in sums:
-            sums[index] = [a + b for a, b in zip(sums[index], numbers)]
+            sums[index] = [a + b for a, b in zip(sums[index], numbers, strict=True)]
         else:
             sums[index] = numbers
     return list(sums.values())

@@ -40,7 +40,8 @@ class SacreMetric:
 
     def sentence_score(self, stats: Sequence[float]) -> float:
         """The sentence-level score of one sample's statistics."""
-        return float(self.sentence._compute_score_from_stats(list(stats)).score)
+        return float(self.sentence._compute_score_from_stats(
+            [int(round(x)) for x in stats]).score)
 
     def corpus_scores(self, sums: np.ndarray) -> np.ndarray:
         """The corpus score of each row of summed statistics (sacrebleu's own formula)."""

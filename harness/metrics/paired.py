@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..records import SCORED_STATUSES
 from .aggregate import Filler, clustered
 from .intervals import RESAMPLES, SEED, paired_bootstrap_interval
@@ -57,7 +59,8 @@ def paired_differences(evaluator: BaseEvaluator, rows_a: Iterable[Mapping[str, A
     for stat in stats:
         if not keys:
             continue
-        rows_a_, rows_b_ = clustered(stat, side_a), clustered(stat, side_b)
+        rows_a_ = np.asarray(clustered(stat, side_a), dtype=np.float64)
+        rows_b_ = np.asarray(clustered(stat, side_b), dtype=np.float64)
         value_a, value_b = stat.scores_of(rows_a_), stat.scores_of(rows_b_)
         ci = (paired_bootstrap_interval(rows_a_, rows_b_, stat.scores, resamples, seed)
               if len(rows_a_) > 1 else None)

@@ -59,7 +59,7 @@ class Statistic:
             return self.corpus_score(sums)
         return ratio_of_sums(sums)
 
-    def scores_of(self, rows: Sequence[Sequence[float]]) -> float:
+    def scores_of(self, rows: Sequence[Sequence[float]] | np.ndarray) -> float:
         """The value over ``rows`` (one per sample or cluster), without an interval."""
         return float(self.scores(np.asarray(rows, dtype=np.float64)
                                  .sum(axis=0, keepdims=True))[0])

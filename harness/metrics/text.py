@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 _PUNCTUATION = frozenset(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -42,6 +42,7 @@ def token_f1(prediction: str, reference: str) -> float:
     return 100.0 * 2 * precision * recall / (precision + recall)
 
 
-def best_over_references(metric, prediction: str, references: Iterable[str]) -> float:
+def best_over_references(metric: Callable[[str, str], float], prediction: str,
+                         references: Iterable[str]) -> float:
     """The best ``metric(prediction, reference)`` over the references (0 with none)."""
     return max((metric(prediction, r) for r in references), default=0.0)

@@ -220,7 +220,7 @@ def gather_section(work_dir: str | Path, summary: dict[str, Any],
         elif cap and key > heap[0]:
             heapq.heapreplace(heap, key)
     kept: list[tuple[int, int, int]] = []
-    for heap, take in zip(heaps, share_cap([len(h) for h in heaps], cap)):
+    for heap, take in zip(heaps, share_cap([len(h) for h in heaps], cap), strict=True):
         kept += sorted(heap, reverse=True)[:take]
     kept.sort(reverse=True)  # back in sample order
     samples = []
