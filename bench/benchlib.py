@@ -67,14 +67,15 @@ async def ameasure(cmd: Sequence[str], *, env: dict[str, str] | None = None,
 
 
 async def ameasure_profiled(cmd: Sequence[str], profile: Path, *, rate: int = 200,
-                            timeout: float | None = None) -> dict[str, Any]:
+                            timeout: float | None = None) -> dict[str, Any]:  # noqa: ASYNC109
     """:func:`ameasure` with ``py-spy record --idle --threads -f raw`` attached to the child
     by PID (so the child's own CPU, not py-spy's, is what ``os.wait4`` reports; the first
     fraction of a second, before py-spy attaches, is not in the profile)."""
     import shutil
 
     with _Child(cmd, None, timeout) as child:
-        spy = subprocess.Popen([shutil.which("py-spy") or "py-spy", "record", "--idle",
+        # Popen returns at once (the child is waited for in a thread below).
+        spy = subprocess.Popen([shutil.which("py-spy")  # noqa: ASYNC220 or "py-spy", "record", "--idle",
                                 "--threads", "-r", str(rate), "-f", "raw", "-o", str(profile),
                                 "--pid", str(child.proc.pid)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
