@@ -75,10 +75,11 @@ async def ameasure_profiled(cmd: Sequence[str], profile: Path, *, rate: int = 20
 
     with _Child(cmd, None, timeout) as child:
         # Popen returns at once (the child is waited for in a thread below).
-        spy = subprocess.Popen([shutil.which("py-spy")  # noqa: ASYNC220 or "py-spy", "record", "--idle",
-                                "--threads", "-r", str(rate), "-f", "raw", "-o", str(profile),
-                                "--pid", str(child.proc.pid)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        spy_cmd = [shutil.which("py-spy") or "py-spy", "record", "--idle", "--threads",
+                   "-r", str(rate), "-f", "raw", "-o", str(profile),
+                   "--pid", str(child.proc.pid)]
+        spy = subprocess.Popen(spy_cmd, stdout=subprocess.DEVNULL,  # noqa: ASYNC220
+                               stderr=subprocess.DEVNULL)
         try:
             result = child.finish(await asyncio.to_thread(child.wait), True)
             # py-spy writes the profile once it sees its target exit.
