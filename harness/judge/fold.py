@@ -22,8 +22,6 @@ import html.entities
 import re
 import unicodedata
 
-from confusable_homoglyphs import confusables
-
 _DROPPED_CATEGORIES = frozenset({"Mn", "Me", "Cf"})
 # Blank characters that no category above covers: Hangul fillers, the blank braille cell.
 _INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800")
@@ -58,6 +56,10 @@ def _named(char: str) -> str | None:
 
 def _confusable(char: str) -> str | None:
     """The ASCII prototype Unicode's confusables table (UTS #39) gives ``char``, if one."""
+    # Imported on first use: loading the table (and the urllib it imports) is a good part
+    # of start-up, and only a non-ASCII character no name explains needs it.
+    from confusable_homoglyphs import confusables
+
     # The package keys right-to-left characters with left-to-right marks around them.
     glyphs = (confusables.confusables_data.get(char)
               or confusables.confusables_data.get(f"\u200e{char}\u200e") or [])

@@ -76,6 +76,8 @@ class JudgeRunner:
         self.store = store
         self.spec = spec or endpoint.spec
         self.gen_params = self.spec.gen_params()
+        # Part of every verdict key: computed once, not per sample.
+        self.identity = self.spec.model.identity()
         # Judge prompts are chat messages: only an explicit api='completions' sends them
         # (joined) to /completions, for a judge served as a base model.
         self.api = "completions" if self.spec.model.api == "completions" else "chat"
@@ -83,7 +85,7 @@ class JudgeRunner:
     def prepare(self, task: JudgeTask) -> tuple[tuple[dict[str, str], ...], str]:
         """The judge messages for ``task`` and the verdict key they make."""
         messages = self.evaluator.render(task.row, task.prediction, task.reference)
-        key = content_key("verdict", judge=self.spec.model.identity(),
+        key = content_key("verdict", judge=self.identity,
                           gen=self.gen_params, replica=task.result.replica,
                           **request_content(messages, self.api))
         return messages, key

@@ -71,6 +71,8 @@ def canonical(number: str) -> str:
     Returns the input stripped when it is not a number.
     """
     raw = number.strip().replace(",", "")
+    if raw.isascii() and raw.isdigit() and len(raw) < 20:  # most answers: plain digits
+        return str(int(raw))
     if "/" in raw:
         top, _, bottom = raw.partition("/")
         try:

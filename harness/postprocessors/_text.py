@@ -60,8 +60,7 @@ def may_match(text: str, words: tuple[str, ...]) -> bool:
     """
     if not text.isascii():
         return True
-    low = text.lower()
-    return any(word in low for word in words)
+    return any(map(text.lower().__contains__, words))
 
 
 def fold_width(text: str) -> str:
@@ -70,6 +69,8 @@ def fold_width(text: str) -> str:
     Lighter than NFKC: superscripts and fractions (``x²``, ``½``) stay as they are,
     which matters in LaTeX and arithmetic where NFKC would turn ``x²`` into ``x2``.
     """
+    if text.isascii():  # nothing to fold (no ASCII character is in the table)
+        return text
     return text.translate(_WIDTH)
 
 
@@ -156,6 +157,7 @@ _APPEAL = re.compile(
 # judge, ignore, full, give, and the correct/right/full a "mark this as" appeal ends with.
 _APPEAL_WORDS = ("grad", "evaluator", "scorer", "judge", "correct", "right", "full", "ignore",
                  "give")
+_APPEAL_OR_VERDICT = (*_APPEAL_WORDS, "verdict")
 _CLAUSE_BREAK = re.compile(r"[,;.!?。，；>(\[]")
 # Sentence pieces: text up to and including ., ! or ? followed by space, or up to a newline.
 # A dot between digits (3.5) is not a boundary.
@@ -230,7 +232,7 @@ def appeal_proof(func: Callable[..., str]) -> Callable[..., str]:
     def guarded(text: Any, *args: Any, **kwargs: Any) -> str:
         result = func(text, *args, **kwargs)
         raw = as_text(text)
-        if not result or raw is None or not may_match(raw, (*_APPEAL_WORDS, "verdict")):
+        if not result or raw is None or not may_match(raw, _APPEAL_OR_VERDICT):
             return result
         named = [m.group("value") for piece in _split_appeals(raw)[1]
                  for m in _NAMED_ANSWER.finditer(piece)]

@@ -14,6 +14,7 @@ its ``ScoreOutlet``: a stream hop and a task switch cost more than the check.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -109,16 +110,25 @@ class Scorer:
         def result(status: SampleStatus, extracted: Any = None, reference: Any = None,
                    correct: bool | None = None, error: str | None = None,
                    details: Mapping[str, Any] | None = None,
-                   cause: str | None = None) -> SampleResult:
+                   cause: str | None = None, cascade: bool = False) -> SampleResult:
             details = {**(completion.details or {}), **(details or {})}
             if completion.finish_reason not in (None, "stop"):
                 details["finish_reason"] = completion.finish_reason  # e.g. truncated
             if completion.reasoning:
                 details["reasoning"] = completion.reasoning  # shown, never scored
+            rule_correct = None
+            if cascade and status in RULE_DECIDED_STATUSES:
+                # A cascade's rule verdict: its details go under "rule_evaluation",
+                # beside which the judge layer puts its own.
+                rule_correct = correct
+                details = {"rule_evaluation": {"correct": correct, "pred": extracted,
+                                               "answer": reference, **details},
+                           "cascade_correct": correct}
             return SampleResult(sample.dataset, sample.model, sample.index, sample.replica,
                                 status, sample.messages, completion.text, extracted,
                                 sample.reference if reference is None else reference,
-                                correct, error, details, completion.cached, cause=cause)
+                                correct, error, details, completion.cached, cause=cause,
+                                rule_correct=rule_correct)
 
         if completion.status != "ok":
             return result("model_error", error=completion.error, cause=completion.cause)
@@ -162,13 +172,11 @@ class Scorer:
             assert judge is not None  # judge_plan: no rule layer means a judge
             base = result("ok", extracted, reference)
             return self._judge_task(base, sample.row, extracted, reference, judge, False)
+        if judge is not None:  # the rule layer of a cascade: built in its shape at once
+            result = functools.partial(result, cascade=True)
         rule = await self._rule(dataset, extracted, reference, sample.row, result)
         if judge is None or rule.status not in RULE_DECIDED_STATUSES:
             return rule
-        rule = replace(rule, rule_correct=rule.correct, details={
-            "rule_evaluation": {"correct": rule.correct, "pred": rule.extracted,
-                                "answer": reference, **rule.details},
-            "cascade_correct": rule.correct})
         if rule.correct and not judge_all:
             return rule
         return self._judge_task(rule, sample.row, extracted, reference, judge, True)
