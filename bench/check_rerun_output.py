@@ -8,7 +8,8 @@ corrections, units, truncations: the postprocessor's harder paths), and keeps th
 finished work directory. ``digest`` reruns a copy of it with the code on
 ``PYTHONPATH`` (0 requests) and prints the sha256 of each file under ``details/`` and
 ``results/`` and of ``summary.json``, with the timing field (``elapsed_seconds``)
-dropped and the copy's path replaced by ``WORK``. Two digests from two versions of the code must be equal::
+dropped and the copy's path replaced by ``WORK``. Two digests from two versions of the
+code must be equal::
 
     PYTHONPATH=$PWD python bench/check_rerun_output.py make /tmp/rerun-fixture -n 10000
     PYTHONPATH=$PWD python bench/check_rerun_output.py digest /tmp/rerun-fixture > before.json
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import benchlib as bl
+
 from harness.testing import FakeOpenAI, echo_last_user
 
 CORPUS = bl.ROOT / "tests" / "extraction_corpus" / "gsm8k.jsonl"
@@ -53,7 +55,7 @@ def write_data(path: Path, n: int) -> dict[str, str]:
 
 async def make(fixture: Path, n: int) -> None:
     """Run the config once into ``fixture/work`` (config and data kept beside it)."""
-    fixture.mkdir(parents=True)
+    fixture.mkdir(parents=True)  # noqa: ASYNC240 (set-up before the server starts)
     replies = write_data(fixture / "data.jsonl", n)
 
     def respond(body: dict[str, Any]) -> str:

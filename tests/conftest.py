@@ -22,3 +22,15 @@ async def server():
 def arith(tmp_path: Path) -> Path:
     """A 40-row arithmetic dataset."""
     return write_arith(tmp_path / "arith.jsonl", 40)
+
+
+#: Seconds a test of the real embedded model may take: it decodes at tens of tokens a
+#: second on two cores, several times slower when the cores are shared.
+LOCAL_MODEL_TIMEOUT = 600
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests of the embedded model get ``LOCAL_MODEL_TIMEOUT`` unless they set their own."""
+    for item in items:
+        if item.get_closest_marker("local_model") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(LOCAL_MODEL_TIMEOUT))
