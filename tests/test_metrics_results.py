@@ -4,10 +4,8 @@ stored details with sacrebleu and the official SQuAD v1.1 functions."""
 
 from __future__ import annotations
 
-import collections
 import json
 import re
-import string
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,10 +17,13 @@ from harness.compare import compare_dirs, format_text
 from harness.report.workdir import iter_details
 from harness.testing import FakeOpenAI, Fault
 
+from .test_metrics_text import official_em, official_f1  # the SQuAD v1.1 oracle
+
 DATASETS = Path(__file__).resolve().parent.parent / "datasets"
 NTREX = DATASETS / "ntrex128.py"
 NQ = DATASETS / "nq_open.py"
 LIMIT = 50
+
 
 
 def _rows(path: Path, n: int = LIMIT) -> list[dict]:
@@ -147,38 +148,8 @@ async def test_compare_of_two_ntrex_runs_gives_a_paired_bleu_interval(tmp_path):
             in text)
 
 
-# The official SQuAD v1.1 evaluation script's functions, as published (evaluate-v1.1.py).
-def normalize_answer(s):
-    def remove_articles(text):
-        return re.sub(r"\b(a|an|the)\b", " ", text)
-
-    def white_space_fix(text):
-        return " ".join(text.split())
-
-    def remove_punc(text):
-        exclude = set(string.punctuation)
-        return "".join(ch for ch in text if ch not in exclude)
-
-    return white_space_fix(remove_articles(remove_punc(s.lower())))
-
-
-def f1_score(prediction, ground_truth):
-    prediction_tokens = normalize_answer(prediction).split()
-    ground_truth_tokens = normalize_answer(ground_truth).split()
-    common = collections.Counter(prediction_tokens) & collections.Counter(ground_truth_tokens)
-    num_same = sum(common.values())
-    if num_same == 0:
-        return 0
-    precision = 1.0 * num_same / len(prediction_tokens)
-    recall = 1.0 * num_same / len(ground_truth_tokens)
-    return (2 * precision * recall) / (precision + recall)
-
-
-def exact_match_score(prediction, ground_truth):
-    return normalize_answer(prediction) == normalize_answer(ground_truth)
-
-
 def metric_max_over_ground_truths(metric_fn, prediction, ground_truths):
+    """The official script's best score over a question's answers."""
     return max(metric_fn(prediction, gt) for gt in ground_truths)
 
 
@@ -201,9 +172,9 @@ async def test_nq_open_em_and_f1_equal_the_official_squad_functions(tmp_path):
             models=[dict(abbr="fake", path="fake-model", openai_api_base=srv.base_url)])
     data, rows = results_json(tmp_path / "w", "nq_open"), details(tmp_path / "w", "nq_open")
     assert data["primary_metric"] == "em" and list(data["metrics"]) == ["em", "f1", "contains"]
-    em = [metric_max_over_ground_truths(exact_match_score, r["pred"], r["reference"])
+    em = [metric_max_over_ground_truths(official_em, r["pred"], r["reference"])
           for r in rows]
-    f1 = [metric_max_over_ground_truths(f1_score, r["pred"], r["reference"]) for r in rows]
+    f1 = [metric_max_over_ground_truths(official_f1, r["pred"], r["reference"]) for r in rows]
     assert 0 < sum(em) < LIMIT and sum(f1) > sum(em)  # the replies exercise every case
     assert data["metrics"]["em"]["value"] == pytest.approx(100 * sum(em) / LIMIT, abs=1e-4)
     assert data["metrics"]["f1"]["value"] == pytest.approx(100 * sum(f1) / LIMIT, abs=1e-4)
