@@ -349,7 +349,7 @@ async def test_the_shipped_ppl_config_runs_from_the_command_line_with_model_api(
             env=env(), check=False)
     # A text template on a chat endpoint cannot be scored by likelihood: refused, with
     # the fix; --model-api completions sends the candidates to /completions (echo).
-    assert chat.returncode == 2 and b"api" in chat.stderr
+    assert chat.returncode == 2 and b"--model-api completions" in chat.stderr
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     result = json.loads((tmp_path / "w" / "summary.json").read_text())["results"]
     assert {r["dataset"] for r in result} >= {"bbh-date_understanding-ppl"}

@@ -38,7 +38,7 @@ async def probe(client: ModelClient, api: str, top: int, wanted: str) -> frozens
     if wanted in ("auto", "echo"):
         if api != "completions":
             missing.append("echo needs the completions endpoint (this model is called on "
-                           "chat: set its api='completions' or 'auto')")
+                           "chat: set its api='completions' or 'auto', or --model-api completions)")
         else:
             found = await _ask(client, echo_body(model, PROBE_TEXT), "/completions",
                                lambda data: read_echo(data, PROBE_TEXT))

@@ -110,7 +110,8 @@ class PPLRunner:
                 return method
         raise UnsupportedLikelihoodError(  # only echo wanted, on the chat endpoint
             f"PPL method {wanted!r} needs the completions endpoint; model "
-            f"{client.spec.model!r} is called on chat (set its api='completions')")
+            f"{client.spec.model!r} is called on chat (set its api='completions', or "
+            "--model-api completions)")
 
     async def _request(self, client: ModelClient, plan: Plan, method: str,
                        stored: Mapping[str, Any], rows: list[Completion]) -> int:
@@ -233,7 +234,7 @@ def _chat_context(candidates: Mapping[str, Any], dataset: str) -> tuple[Any, ...
             f"dataset {dataset!r}: on the chat endpoint PPL candidates must differ only in "
             "a final BOT message (dict(round=[HUMAN question, BOT answer])); for a text "
             "template use the completions endpoint (the model's api='completions' or "
-            "'auto')")
+            "'auto', or --model-api completions)")
     return tuple(context)
 
 
