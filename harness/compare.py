@@ -19,15 +19,17 @@ samples in common, no interval (``None``).
 bootstrap interval of B − A for every metric of its evaluator
 (``harness.metrics.paired``), under ``"metrics"``; the verdict counts above are kept
 where the evaluator gives per-sample verdicts (EM does, BLEU does not). The evaluator
-is rebuilt from the name in the results with its default options: the per-sample
-statistics in the details are what is summed, so options that only shape those
-(BLEU's tokenizer) do not matter, and a result scored otherwise is refused.
+is rebuilt from the name and ``evaluator_options`` in the results (BLEU's tokenizer,
+chrF++'s word order), so samples without an answer are scored as the runs scored
+theirs. Two runs scored with different options are not compared on their metrics
+(``metrics_not_compared`` says why): BLEU under two tokenizers is two metrics.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -113,24 +115,41 @@ def compare_dirs(work_a: str | Path, work_b: str | Path) -> dict[str, Any]:
     for model, dataset in sorted(summaries_a.keys() & summaries_b.keys()):
         path_a, path_b = details_path(work_a, model, dataset), details_path(work_b, model, dataset)
         result = compare_verdicts(load_verdicts(path_a), load_verdicts(path_b))
-        summary = summaries_b[(model, dataset)]
+        summary_a, summary = summaries_a[(model, dataset)], summaries_b[(model, dataset)]
         if summary.primary_metric != PRIMARY_METRIC and summary.evaluator:
-            result.update(compare_metrics(summary.evaluator, summary.primary_metric,
-                                          path_a, path_b))
+            scoring_a = (summary_a.evaluator, dict(summary_a.evaluator_options or {}))
+            scoring_b = (summary.evaluator, dict(summary.evaluator_options or {}))
+            if scoring_a != scoring_b:
+                # BLEU under two tokenizers (chrF and chrF++ …) are two different metrics:
+                # a difference between them would measure the settings, not the model.
+                result["metrics_not_compared"] = (
+                    f"A was scored by {_scoring(*scoring_a)}, B by {_scoring(*scoring_b)}")
+            else:
+                result.update(compare_metrics(summary.evaluator, summary.primary_metric,
+                                              path_a, path_b, scoring_b[1]))
         pairs.append({"model": model, "dataset": dataset, **result})
     return {"a": str(work_a), "b": str(work_b), "pairs": pairs,
             "only_in_a": [f"{m}/{d}" for m, d in sorted(summaries_a.keys() - summaries_b.keys())],
             "only_in_b": [f"{m}/{d}" for m, d in sorted(summaries_b.keys() - summaries_a.keys())]}
 
 
-def compare_metrics(evaluator_name: str, primary: str, path_a: Path,
-                    path_b: Path) -> dict[str, Any]:
+def _scoring(evaluator: str | None, options: Mapping[str, Any]) -> str:
+    """An evaluator and its metric options, for a message."""
+    shown = ", ".join(f"{k}={v!r}" for k, v in sorted(options.items()))
+    return f"{evaluator}({shown})"
+
+
+def compare_metrics(evaluator_name: str, primary: str, path_a: Path, path_b: Path,
+                    options: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every metric of the evaluator in both runs, with the paired bootstrap interval of
-    B − A: ``{"primary_metric", "paired", "unmatched_a", "unmatched_b", "metrics"}``."""
+    B − A: ``{"primary_metric", "paired", "unmatched_a", "unmatched_b", "metrics"}``.
+    ``options`` are the evaluator's ``metric_options`` in both runs (its results'
+    ``evaluator_options``), so samples without metric fields are scored as the runs
+    scored theirs."""
     from .evaluators import build_evaluator
     from .metrics.paired import paired_differences
 
-    evaluator = build_evaluator({"type": evaluator_name})
+    evaluator = build_evaluator({"type": evaluator_name, **(options or {})})
     keys = {stat.key for stat in evaluator.statistics()}
     rows_a, rows_b = _metric_rows(path_a, keys), _metric_rows(path_b, keys)
     try:
@@ -174,6 +193,9 @@ def format_text(result: dict[str, Any], max_changed: int = 200) -> str:
         if unmatched:
             lines.append(f"  left out: {p['unmatched_a']} scored only in A, "
                          f"{p['unmatched_b']} scored only in B")
+        if p.get("metrics_not_compared"):
+            lines.append(f"  metrics not compared: {p['metrics_not_compared']}; scores "
+                         "computed with different settings are different metrics")
         if not p["paired"]:
             continue
         for name, d in (p.get("metrics") or {}).items():
@@ -181,7 +203,7 @@ def format_text(result: dict[str, Any], max_changed: int = 200) -> str:
             ci_text = f"95% CI {ci[0]:+.2f} to {ci[1]:+.2f}" if ci else "no interval"
             lines.append(f"  {name} A {d['a']:.2f}  B {d['b']:.2f}  difference "
                          f"{d['difference']:+.2f} ({ci_text}, paired bootstrap)")
-        if p.get("metrics") and p["accuracy_a"] is None:
+        if (p.get("metrics") or p.get("metrics_not_compared")) and p["accuracy_a"] is None:
             continue  # no per-sample verdicts (BLEU): nothing changed verdict
         ci = p["ci95"]
         ci_text = f"95% CI {ci[0]:+.2f} to {ci[1]:+.2f}" if ci else "no samples in common"

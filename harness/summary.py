@@ -25,7 +25,8 @@ _KEYS = ("model", "dataset", "mode", "total", "scored", "correct", "counts",
          "cached_predictions", "complete", "pending", "pending_counts", "pending_causes",
          "accuracy", "accuracy_bounds", "accuracy_ci95", "primary_metric", "extract_rate",
          "metrics",
-         "judge_mode", "cascade_stats", "details", "evaluator", "judge_stats", "call_stats")
+         "judge_mode", "cascade_stats", "details", "evaluator", "evaluator_options",
+         "judge_stats", "call_stats")
 _REPLICA_KEYS = ("avg_stderr", "replica_accuracy", "pass_at_k", "pass_at_k_ci95")
 
 
@@ -72,6 +73,8 @@ class ResultSummary(Mapping[str, Any]):
     cascade_stats: Mapping[str, Any] | None = None
     details: str | None = None
     evaluator: str | None = None
+    #: The evaluator's ``metric_options()`` (a BLEU tokenizer …), when it has any.
+    evaluator_options: Mapping[str, Any] | None = None
     judge_stats: Mapping[str, Any] | None = None
     call_stats: Mapping[str, Any] | None = None
     #: Keys of a results file this version does not write (kept when rewritten).
@@ -128,6 +131,8 @@ class ResultSummary(Mapping[str, Any]):
         if self.details is not None:
             out["details"] = self.details
         out["evaluator"] = self.evaluator
+        if self.evaluator_options:
+            out["evaluator_options"] = dict(self.evaluator_options)
         if self.judge_stats is not None:
             out["judge_stats"] = dict(self.judge_stats)
         out["call_stats"] = dict(self.call_stats) if self.call_stats is not None else None
@@ -159,7 +164,8 @@ class ResultSummary(Mapping[str, Any]):
             extract_rate=data.get("extract_rate"),
             replica_metrics=replica or None, judge_mode=data.get("judge_mode"),
             cascade_stats=data.get("cascade_stats"), details=data.get("details"),
-            evaluator=data.get("evaluator"), judge_stats=data.get("judge_stats"),
+            evaluator=data.get("evaluator"),
+            evaluator_options=data.get("evaluator_options"), judge_stats=data.get("judge_stats"),
             call_stats=data.get("call_stats"),
             extra={k: v for k, v in data.items() if k not in known})
 

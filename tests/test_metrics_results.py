@@ -202,3 +202,71 @@ def test_an_accuracy_result_keeps_its_json_shape():
         "call_stats"]
     assert data["accuracy"] == 75.0 and data["accuracy_bounds"] == [75.0, 75.0]
     assert data["accuracy_ci95"] == [30.06, 95.44]
+
+
+def chrf_config(tmp_path: Path, **options) -> Path:
+    """The shipped ntrex128 config with BleuEvaluator ``options`` (chrF++, a tokenizer)."""
+    text = NTREX.read_text(encoding="utf-8").replace(
+        'path="data/ntrex128/', f'path="{DATASETS}/data/ntrex128/').replace(
+        "evaluator=dict(type=BleuEvaluator)",
+        f"evaluator=dict(type=BleuEvaluator, **{options!r})")
+    path = tmp_path / f"ntrex_{'_'.join(map(str, options.values()))}.py"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+async def run_config(config: Path, work: Path, responder: Callable[[dict], str]) -> None:
+    async with FakeOpenAI(responder=responder) as srv:
+        await harness.evaluate(
+            config, work_dir=work, limit=LIMIT,
+            models=[dict(abbr="fake", path="fake-model", openai_api_base=srv.base_url)])
+
+
+def empty_for_some(body: dict) -> str:
+    """The imperfect translation, but an empty line for a few sentences: those rows are
+    scored as empty predictions, which ``compare`` must score with the run's options."""
+    return "\n" if source_of(body) in FAILED else drop_last_word(body)
+
+
+async def test_compare_scores_chrf_plus_plus_runs_with_their_own_options(tmp_path):
+    config = chrf_config(tmp_path, chrf_word_order=2)
+    await run_config(config, tmp_path / "a", empty_for_some)
+    await run_config(config, tmp_path / "b", perfect)
+    data = results_json(tmp_path / "a", "ntrex128_en-de")
+    assert data["evaluator_options"]["chrf_word_order"] == 2
+    rows = details(tmp_path / "a", "ntrex128_en-de")
+    hyps = [r["prediction"] if r["status"] == "ok" else "" for r in rows]
+    chrf_pp = sacrebleu.corpus_chrf(hyps, [[r["reference"] for r in rows]], word_order=2).score
+    assert data["metrics"]["chrf"]["value"] == pytest.approx(chrf_pp, abs=1e-4)
+    (pair,) = compare_dirs(tmp_path / "a", tmp_path / "b")["pairs"]
+    # The same chrF++ the run reported, not chrF recomputed with default options.
+    assert pair["metrics"]["chrf"]["a"] == pytest.approx(chrf_pp, abs=1e-4)
+    assert pair["metrics"]["chrf"]["b"] == pytest.approx(100.0)
+
+
+async def test_compare_refuses_metrics_scored_with_different_options(tmp_path):
+    await run_config(chrf_config(tmp_path, tokenize="13a"), tmp_path / "a", drop_last_word)
+    await run_config(chrf_config(tmp_path, tokenize="char"), tmp_path / "b", drop_last_word)
+    (pair,) = compare_dirs(tmp_path / "a", tmp_path / "b")["pairs"]
+    assert "metrics" not in pair
+    assert "tokenize='13a'" in pair["metrics_not_compared"]
+    assert "tokenize='char'" in pair["metrics_not_compared"]
+    text = format_text(compare_dirs(tmp_path / "a", tmp_path / "b"))
+    assert "metrics not compared: A was scored by BleuEvaluator(" in text
+    assert "bleu A" not in text
+
+
+async def test_empty_replies_count_in_corpus_bleu_as_empty_outputs(tmp_path):
+    """A sample with no answer is scored as an empty output against its reference: its
+    reference's length and n-grams stay in the corpus (leaving them out inflated BLEU)."""
+    await run_config(NTREX, tmp_path / "w", empty_for_some)
+    data, rows = results_json(tmp_path / "w", "ntrex128_en-de"), details(tmp_path / "w",
+                                                                         "ntrex128_en-de")
+    assert sorted({r["status"] for r in rows}) == ["empty_reply", "ok"]
+    hyps = [r["prediction"] if r["status"] == "ok" else "" for r in rows]
+    refs = [[r["reference"] for r in rows]]
+    assert data["metrics"]["bleu"]["value"] == pytest.approx(
+        sacrebleu.corpus_bleu(hyps, refs).score, abs=1e-4)
+    assert data["metrics"]["chrf"]["value"] == pytest.approx(
+        sacrebleu.corpus_chrf(hyps, refs).score, abs=1e-4)
+    assert data["metrics"]["bleu"]["n"] == LIMIT

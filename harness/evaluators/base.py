@@ -80,6 +80,13 @@ class BaseEvaluator:
 
         return (Statistic(self.metric, "correct", "proportion"),)
 
+    def metric_options(self) -> dict[str, Any]:
+        """The settings that change what ``statistics()`` computes (a tokenizer, say),
+        as keyword arguments to build the same evaluator again: written to the results
+        JSON as ``evaluator_options``, so ``compare`` scores both runs as they were
+        scored, and refuses two runs scored differently. None by default."""
+        return {}
+
     @classmethod
     def reports_own_metrics(cls) -> bool:
         """Whether the evaluator reports metrics of its own (BLEU, EM …) from its

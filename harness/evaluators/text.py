@@ -51,11 +51,17 @@ class BleuEvaluator(BaseEvaluator):
         super().__init__(**kwargs)
         from ..metrics.bleu import bleu, chrf
 
+        self._options = {"tokenize": tokenize, "lowercase": bool(lowercase),
+                         "chrf_word_order": chrf_word_order}
         try:
             self._bleu = bleu(tokenize, lowercase)
             self._chrf = chrf(chrf_word_order, lowercase)
         except (AssertionError, KeyError, ValueError) as exc:  # sacrebleu's own checks
             raise ValueError(f"BleuEvaluator: {exc or 'invalid sacrebleu option'}") from exc
+
+    def metric_options(self) -> dict[str, Any]:
+        """The tokenizer, case folding and chrF word order the scores depend on."""
+        return dict(self._options)
 
     def statistics(self) -> tuple[Statistic, ...]:
         """Corpus BLEU, then corpus chrF."""
@@ -93,6 +99,11 @@ class RougeEvaluator(BaseEvaluator):
 
         assert ROUGE_TYPES == _ROUGE_TYPES
         self._rouge = Rouge(use_stemmer=bool(use_stemmer))
+        self._use_stemmer = bool(use_stemmer)
+
+    def metric_options(self) -> dict[str, Any]:
+        """Whether words are stemmed before matching."""
+        return {"use_stemmer": self._use_stemmer}
 
     def statistics(self) -> tuple[Statistic, ...]:
         """The mean F-measure of each ROUGE type."""

@@ -53,21 +53,22 @@ class Filler:
         # would run in the results stage otherwise).
         self.calls = bool(self.keys - {"correct"})
 
-    def fill(self, row: Mapping[str, Any], best: bool) -> Mapping[str, Any]:
-        """``row`` with the metric fields of an empty (or, if ``best``, perfect) answer."""
+    def fill(self, reference: Any, best: bool) -> Mapping[str, Any]:
+        """The metric fields of an empty (or, if ``best``, perfect) answer to ``reference``."""
         detail: dict[str, Any] = {"correct": best}
         if self.calls:
-            reference = row.get("reference")
             prediction = best_prediction(reference) if best else ""
             detail.update(self.evaluator.score_sample(prediction, reference, None))
             detail["correct"] = best
         return detail
 
-    def scored(self, row: Mapping[str, Any]) -> Mapping[str, Any]:
-        """A scored row as it counts: itself, or an empty answer's fields if it lacks them."""
+    def scored(self, row: Mapping[str, Any], reference: Any) -> Mapping[str, Any]:
+        """A scored row as it counts: itself, or, if it lacks the metric fields (no
+        answer was extracted), an empty answer's fields against its ``reference``."""
         if self.keys <= row.keys() and all(row[k] is not None for k in self.keys):
             return row
-        return self.fill(row, best=False)
+        # The reference still counts: BLEU's lengths, chrF's reference n-grams.
+        return self.fill(reference, best=False)
 
 
 def clustered(stat: Statistic, rows: Iterable[tuple[Any, Mapping[str, Any]]]) -> list[list[float]]:
@@ -108,16 +109,17 @@ class MetricSums:
     def add(self, index: Any, status: str, fields: Mapping[str, Any],
             reference: Any) -> None:
         """Count one sample: its ``status``, its evaluator ``fields`` (the details row's
-        per-sample fields) and ``reference`` (read only for a pending sample)."""
+        per-sample fields) and ``reference`` (read for a sample without those fields:
+        pending, or scored with no answer extracted)."""
         self.n += 1
         if status in SCORED_STATUSES:
-            detail = self.filler.scored(fields)
+            detail = self.filler.scored(fields, reference)
             for stat, rows in zip(self.stats, self._rows, strict=True):
                 rows[index] = _plus(rows.get(index), stat.row(detail))
             return
         self.pending += 1
-        row = {"reference": reference}
-        worst, best = self.filler.fill(row, best=False), self.filler.fill(row, best=True)
+        worst = self.filler.fill(reference, best=False)
+        best = self.filler.fill(reference, best=True)
         for i, stat in enumerate(self.stats):
             self._worst[i] = _plus(self._worst[i], stat.row(worst))
             self._best[i] = _plus(self._best[i], stat.row(best))

@@ -53,8 +53,8 @@ def paired_differences(evaluator: BaseEvaluator, rows_a: Iterable[Mapping[str, A
     a, b = _scored(rows_a), _scored(rows_b)
     keys = sorted(a.keys() & b.keys(), key=lambda k: tuple(
         x if isinstance(x, int) else -1 for x in k))
-    side_a = [(k[0], filler.scored(a[k])) for k in keys]
-    side_b = [(k[0], filler.scored(b[k])) for k in keys]
+    side_a = [(k[0], filler.scored(a[k], a[k].get("reference"))) for k in keys]
+    side_b = [(k[0], filler.scored(b[k], b[k].get("reference"))) for k in keys]
     out: dict[str, PairedDifference] = {}
     for stat in stats:
         if not keys:

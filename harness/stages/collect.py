@@ -96,6 +96,8 @@ class Collector:
             evaluator = self.datasets[acc.dataset].evaluator
             out.append(replace(acc.summary(),
                                evaluator=type(evaluator).__name__ if evaluator else None,
+                               evaluator_options=evaluator.metric_options() if evaluator
+                               else None,
                                judge_stats=judge_stats.get(acc.dataset),
                                call_stats=call_stats.get(acc.model)))
         return out
