@@ -129,6 +129,10 @@ async def open_run(config: str | Path | RunConfig | None = None,
     run_config = _load(config, datasets, models)
     specs = resolve_models(run_config.models, options.overrides)
     rows = {d.abbr: validate_dataset(d, limit).rows * d.n for d in run_config.datasets}
+    if mode != "infer":  # scoring needs what the evaluators need (a code sandbox)
+        for dataset in run_config.datasets:
+            if dataset.evaluator is not None:
+                dataset.evaluator.check_ready()
     # Without a work_dir, each config gets its own, so two configs never share a store.
     default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
     # Resolved once: a symlink re-pointed during the run must not move its files.

@@ -5,10 +5,13 @@ executions (a rerun runs nothing) and a failed sandbox leaves the sample pending
 from __future__ import annotations
 
 import json
+import os
 import runpy
 import sqlite3
 from collections import Counter
 from pathlib import Path
+
+import pytest
 
 import harness
 from harness.evaluators import code as code_evaluators
@@ -149,3 +152,37 @@ async def test_a_code_rule_layer_in_a_cascade_runs_its_programs_and_judges_the_f
     # which said B (incorrect) for each.
     assert summary["counts"] == {"ok": 6} and summary["correct"] == 3
     assert summary["cascade_stats"]["rule_correct"] == 3 and len(judged) == 3
+
+
+async def test_without_bwrap_infer_predicts_and_scoring_is_refused_before_any_request(
+        tmp_path, monkeypatch):
+    """Predicting a code benchmark needs no sandbox (score elsewhere, later); scoring
+    without one is refused before a single request, and once bwrap is back the stored
+    predictions are scored with zero model requests."""
+    from harness.sandbox import SandboxUnavailable, check_bwrap
+    from harness.sandbox import run as run_module
+
+    monkeypatch.delenv(run_module.UNSAFE_ENV, raising=False)
+    check_bwrap.cache_clear()
+    real_path = os.environ["PATH"]
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap to be found
+    try:
+        async with FakeOpenAI(responder=every_other) as srv:
+            with pytest.raises(SandboxUnavailable, match="bubblewrap"):
+                await harness.evaluate(DATASETS / "humaneval.py", work_dir=tmp_path / "w",
+                                       models=_model(srv), limit=4)
+            assert len(srv.requests) == 0
+            report = await harness.evaluate(DATASETS / "humaneval.py", mode="infer",
+                                            work_dir=tmp_path / "w", models=_model(srv),
+                                            limit=4)
+            assert len(srv.requests) == 4
+            assert report.summaries[0]["counts"] == {"ok": 4}
+            monkeypatch.setenv("PATH", real_path)
+            check_bwrap.cache_clear()
+            scored = await harness.evaluate(DATASETS / "humaneval.py", mode="eval",
+                                            work_dir=tmp_path / "w", models=_model(srv),
+                                            limit=4)
+            assert len(srv.requests) == 4  # none more
+        assert (scored.summaries[0]["correct"], scored.summaries[0]["total"]) == (2, 4)
+    finally:
+        check_bwrap.cache_clear()

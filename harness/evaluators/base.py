@@ -107,6 +107,10 @@ class BaseEvaluator:
                            f"it reports {', '.join(s.name for s in stats)}")
         return aggregate_details(chosen, details)
 
+    def check_ready(self) -> None:
+        """Raise if this evaluator cannot score on this machine (a code evaluator with
+        no working sandbox); called before a run that scores sends any request."""
+
     def warm_up(self) -> None:
         """Prepare a worker process (imports, caches) before it scores samples."""
 

@@ -26,7 +26,8 @@ from ..config_keys import check_keys, positive, within
 from ..errors import ConfigError
 from ..keys import content_key
 from ..postprocessors.code import humaneval_postprocess_v2
-from ..sandbox import Execution, Limits, resolve, run_program
+from ..sandbox import Execution, Limits, run_program
+from ..sandbox.run import check, choose
 from .base import EVALUATORS, BaseEvaluator
 
 #: The ``limits=dict(...)`` keys (``harness.sandbox.Limits``' fields).
@@ -60,7 +61,8 @@ class CodeEvaluator(BaseEvaluator):
     ``k`` chooses the pass@k values reported when the dataset has ``n`` replicas
     (those with k ≤ n); ``limits`` overrides ``Limits``' fields; ``sandbox`` is
     ``'bwrap'`` (default) or ``'none'`` (runs model code unsandboxed: only for code
-    you trust). Without a working bwrap, construction raises ``SandboxUnavailable``.
+    you trust). Without a working bwrap, ``check_ready`` (and scoring) raises
+    ``SandboxUnavailable``.
     """
 
     executes = True
@@ -80,9 +82,18 @@ class CodeEvaluator(BaseEvaluator):
             self.limits = Limits(**dict(limits or {}))
         except ValueError as exc:
             raise ConfigError(str(exc), field="limits") from exc
-        self.sandbox = resolve(sandbox)  # refuses here, before any request
+        self.sandbox = choose(sandbox)  # checked by check_ready, before a run scores
+        self._checked = False
         if self.timeout == BaseEvaluator.timeout:
             self.timeout = self.limits.wall_time
+
+    def check_ready(self) -> None:
+        """Refuse (``SandboxUnavailable``) unless programs can run in the sandbox asked
+        for: a run that scores checks before any request; one that only predicts
+        (``--mode infer``) needs no sandbox."""
+        if not self._checked:
+            check(self.sandbox)
+            self._checked = True
 
     def program(self, code: str, row: Mapping[str, Any]) -> str:
         """The program that runs ``code`` against the row's tests."""
@@ -114,6 +125,7 @@ class CodeEvaluator(BaseEvaluator):
         execution = await cache.lookup_execution(key) if cache is not None else None
         cached = execution is not None
         if execution is None:
+            self.check_ready()
             nonce = f"harness-tests-done-{secrets.token_hex(16)}"
             execution = finished(await run_program(program + _DONE.format(nonce=nonce),
                                                    self.limits, self.sandbox), nonce)

@@ -124,6 +124,11 @@ class CascadeEvaluator(BaseEvaluator):
                              and sample_score_fn is None)
         self.k = getattr(self.rule_evaluator, "k", None)
 
+    def check_ready(self) -> None:
+        """Check the rule layer (a code one needs its sandbox)."""
+        if self.rule_evaluator is not None:
+            self.rule_evaluator.check_ready()
+
     def warm_up(self) -> None:
         """Warm the rule layer."""
         if self.rule_evaluator is not None:

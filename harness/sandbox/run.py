@@ -45,20 +45,30 @@ _UNSAFE_WARNING = ("running model-written code WITHOUT a sandbox (sandbox='none'
                    " behind. Use this only for code you trust.")
 
 
-def resolve(sandbox: str | None) -> SandboxKind:
-    """The sandbox to use: the one given, else ``none`` if ``HARNESS_UNSAFE_EXECUTION=1``,
-    else ``bwrap``. Checks bwrap works (``SandboxUnavailable`` if not) and warns loudly,
-    once, about ``none``."""
+def choose(sandbox: str | None) -> SandboxKind:
+    """The sandbox asked for: the one given, else ``none`` if
+    ``HARNESS_UNSAFE_EXECUTION=1``, else ``bwrap``; not yet checked (``check``)."""
     if sandbox is None:
         sandbox = "none" if os.environ.get(UNSAFE_ENV) == "1" else "bwrap"
     if sandbox not in ("bwrap", "none"):  # a config's string, checked here
         raise ValueError(f"sandbox must be 'bwrap' or 'none', not {sandbox!r}")
-    kind = cast(SandboxKind, sandbox)
+    return cast(SandboxKind, sandbox)
+
+
+def check(kind: SandboxKind) -> None:
+    """Refuse (``SandboxUnavailable``) unless programs can run in ``kind`` here: bwrap
+    must start; ``none`` is warned about loudly, once."""
     if kind == "bwrap":
         check_bwrap()
     elif not _Uids.warned:
         _Uids.warned = True
         log.warning(_UNSAFE_WARNING, UNSAFE_ENV)
+
+
+def resolve(sandbox: str | None) -> SandboxKind:
+    """The sandbox to use (``choose``), checked to work here (``check``)."""
+    kind = choose(sandbox)
+    check(kind)
     return kind
 
 
