@@ -124,6 +124,10 @@ class CascadeEvaluator(BaseEvaluator):
                              and sample_score_fn is None)
         self.k = getattr(self.rule_evaluator, "k", None)
 
+    def quiet_timeout(self) -> float | None:
+        """The rule layer's (see ``BaseEvaluator.quiet_timeout``)."""
+        return self.rule_evaluator.quiet_timeout() if self.rule_evaluator is not None else None
+
     def warm_up(self) -> None:
         """Warm the rule layer."""
         if self.rule_evaluator is not None:

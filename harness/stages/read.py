@@ -3,7 +3,9 @@
 Rows come from ``validate.selected_rows`` (the selection the run was validated on),
 each rendered once per replica with its prediction key. Samples are looked up in the
 store in batches (one query per batch): a stored prediction goes straight to scoring,
-the rest to the model callers (``--mode eval``: finished as ``missing``).
+the rest to the model callers (``--mode eval``: finished as ``missing``). A stored
+prediction whose final outcome is stored too (``harness.outcomes``, one more query per
+batch) is not scored again: its result is rebuilt from the outcome and finished.
 """
 
 from __future__ import annotations
@@ -15,13 +17,14 @@ from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 from ..config import DatasetSpec
 from ..keys import prediction_key
+from ..outcomes import Outcomes, restore
 from ..progress import Progress
-from ..records import Completion, ModelSpec, Sample, SampleResult
+from ..records import Completion, JudgeTask, ModelSpec, Sample, SampleResult, VerdictRecord
 from ..store import Store
 from ..validate import check_row, selected_rows
 from .collect import Collector
 from .generate import Likelihoods
-from .score import ScoreOutlet
+from .score import ScoreOutlet, empty_reply
 from .streams import send
 
 
@@ -53,11 +56,13 @@ async def read(pairs: Sequence[tuple[ModelSpec, DatasetSpec]], limit: int | None
                store: Store, predict: bool, batch_size: int,
                model_send: ObjectSendStream[Sample], outlet: ScoreOutlet,
                collect: Collector, progress: Progress,
-               likelihoods: Likelihoods | None = None) -> None:
+               likelihoods: Likelihoods | None = None,
+               outcomes: Outcomes | None = None) -> None:
     """Samples of every (model, dataset) in ``pairs``, in order: stored predictions to
-    ``outlet`` (scoring), the rest to ``model_send`` when ``predict``, else finished as
-    ``missing``. A PPL sample's likelihoods are stored per request, not under its key:
-    it goes to the model callers, or in ``--mode eval`` is completed from the store."""
+    ``outlet`` (scoring) or, with a stored outcome, finished at once; the rest to
+    ``model_send`` when ``predict``, else finished as ``missing``. A PPL sample's
+    likelihoods are stored per request, not under its key: it goes to the model
+    callers, or in ``--mode eval`` is completed from the store."""
     async with model_send, outlet:
         for model, dataset in pairs:
             if likelihoods is not None and dataset.abbr in likelihoods.datasets:
@@ -69,9 +74,11 @@ async def read(pairs: Sequence[tuple[ModelSpec, DatasetSpec]], limit: int | None
             for sample in samples(model, dataset, limit):
                 batch.append(sample)
                 if len(batch) >= batch_size:
-                    await _route(batch, store, predict, model_send, outlet, collect, progress)
+                    await _route(batch, store, predict, model_send, outlet, collect, progress,
+                                 outcomes)
                     batch = []
-            await _route(batch, store, predict, model_send, outlet, collect, progress)
+            await _route(batch, store, predict, model_send, outlet, collect, progress,
+                         outcomes)
 
 
 async def _likelihoods(sample: Sample, model: ModelSpec, likelihoods: Likelihoods,
@@ -100,18 +107,62 @@ def _missing(sample: Sample) -> SampleResult:
 
 async def _route(batch: list[Sample], store: Store, predict: bool,
                  model_send: ObjectSendStream[Sample], outlet: ScoreOutlet,
-                 collect: Collector, progress: Progress) -> None:
-    """Send stored predictions straight to scoring and the rest to the model."""
+                 collect: Collector, progress: Progress, outcomes: Outcomes | None) -> None:
+    """Finish samples with a stored outcome, send the other stored predictions to
+    scoring and the rest to the model."""
     if not batch:
         return
     stored = await store.lookup_predictions([s.key for s in batch])
-    for sample in batch:
-        hit = stored.get(sample.key)
-        if hit is not None:
+    completions = [None if (hit := stored.get(s.key)) is None else
+                   Completion(s, "ok", hit[0], hit[1], None, hit[2], hit[3], 0, True, hit[4])
+                   for s in batch]
+    restored = await _restore(completions, store, outcomes, progress)
+    for sample, completion, result in zip(batch, completions, restored, strict=True):
+        if completion is not None:
             progress.cached += 1
-            await outlet.put(Completion(sample, "ok", hit[0], hit[1], None, hit[2], hit[3],
-                                        0, True, hit[4]))
+            if result is not None:
+                await collect.add(result)
+            else:
+                await outlet.put(completion)
         elif not predict:
             await collect.add(_missing(sample))
         else:
             await send(model_send, sample)
+
+
+async def _restore(completions: Sequence[Completion | None], store: Store,
+                   outcomes: Outcomes | None, progress: Progress) -> list[SampleResult | None]:
+    """The results rebuilt from stored outcomes (one query), aligned with
+    ``completions``; ``None`` where none is stored."""
+    keys = [None if c is None or outcomes is None else outcomes.key(c) for c in completions]
+    if outcomes is None or not any(keys):
+        return [None] * len(completions)
+    found = await store.lookup_outcomes([k for k in keys if k is not None])
+    results: list[SampleResult | None] = []
+    for completion, key in zip(completions, keys, strict=True):
+        hit = found.get(key) if key is not None else None
+        results.append(None if completion is None or hit is None else
+                       _restored(completion, *hit, outcomes, progress))
+    return results
+
+
+def _restored(completion: Completion, text: str, verdict: VerdictRecord | None,
+              outcomes: Outcomes, progress: Progress) -> SampleResult | None:
+    """One stored outcome as the result scoring would give, counted as scoring counts
+    it: a rule check for every reply that is not empty, and for a judged sample a
+    verdict handed to the judge stage and reused from the store (its runner counts the
+    cache hit and combines the verdict, as a verdict lookup does)."""
+    restored = restore(completion, text)
+    if restored.judged is not None and verdict is None:
+        return None  # the store serves a judged outcome only with its verdict
+    if not empty_reply(completion.text):
+        progress.rules.done += 1
+    if restored.judged is None or verdict is None:
+        return restored.result
+    has_rule, messages = restored.judged
+    counts = progress.judge
+    counts.submitted += 1
+    counts.done += 1
+    counts.reused += 1
+    task = JudgeTask(restored.result, completion.sample.row, None, None, has_rule)
+    return outcomes.runners[completion.sample.dataset].cached(task, verdict, messages)
