@@ -212,14 +212,30 @@ def _fields(result: SampleResult) -> list[Any]:
             result.error, result.details, result.rule_correct, result.cause]
 
 
+#: Types JSON gives back as they were (``bool`` is an ``int`` to JSON's encoder, and
+#: comes back as a ``bool``); a subclass of one of them does not (it comes back as its
+#: base type), nor does a tuple (a list).
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain(value: Any) -> bool:
+    """Whether JSON gives ``value`` back exactly: plain values, lists and dicts with
+    string keys of them, and no NaN (never equal to itself, so never "the same")."""
+    kind = type(value)
+    if kind in _PLAIN:
+        return value == value  # False only for NaN
+    if kind is list:
+        return all(_plain(item) for item in value)
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    return False
+
+
 def _encode(fields: list[Any]) -> str | None:
-    """``fields`` as JSON, or ``None`` if decoding would not give them back exactly
-    (a tuple, a number type JSON does not have, a NaN): such a result is not stored."""
-    try:
-        text = _ENCODER.encode(fields)
-    except (TypeError, ValueError):
-        return None
-    return text if json.loads(text) == fields else None
+    """``fields`` as JSON, or ``None`` if decoding would not give them back exactly (a
+    tuple, a set, a number type JSON does not have, a NaN): such a result is not
+    stored, so a rerun scores it again."""
+    return _ENCODER.encode(fields) if _plain(fields) else None
 
 
 @dataclass(frozen=True, slots=True)

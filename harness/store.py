@@ -99,7 +99,7 @@ CREATE TABLE IF NOT EXISTS outcomes (
     outcome TEXT NOT NULL,
     verdict TEXT,
     updated REAL NOT NULL
-);
+) WITHOUT ROWID;
 """
 
 # A verdict that was paid for (ok or unparsed after its re-asks) is final; an error row
