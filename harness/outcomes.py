@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .keys import content_key
+from .keys import compact_json, content_key
 from .records import Completion, JudgeRequest, OutcomeRow, SampleResult
 
 if TYPE_CHECKING:
@@ -64,9 +64,9 @@ FINAL_VERDICTS: frozenset[str] = frozenset({"ok", "unparsed"})
 #: ``source_digest``; any other is the user's.
 HARNESS_DIR = Path(__file__).resolve().parent
 
-# Outcomes are read back as exactly what was written: no ``default=`` fallback that
-# would turn an unknown type into a string.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# Keys in the order written (a details row shows them in that order); ``_plain`` lets
+# only values JSON gives back exactly reach it.
+_ENCODE = compact_json(sort_keys=False)
 
 
 class NotCacheable(Exception):
@@ -199,10 +199,11 @@ def outcome_key(fingerprint: str, completion: Completion) -> str:
     """The key of one sample's outcome: the scoring fingerprint, the stored prediction
     (text, finish reason, reasoning), the whole row in order and the replica."""
     sample = completion.sample
-    return content_key("outcome", scoring=fingerprint, replica=sample.replica,
-                       row=list(sample.row.items()), text=completion.text,
-                       finish_reason=completion.finish_reason,
-                       reasoning=completion.reasoning)
+    # One list rather than named parts: a first run keys every sample, and a list is a
+    # third cheaper to encode than a dict of six sorted keys.
+    return content_key("outcome", inputs=[
+        fingerprint, sample.replica, list(sample.row.items()), completion.text,
+        completion.finish_reason, completion.reasoning])
 
 
 def _fields(result: SampleResult) -> list[Any]:
@@ -235,7 +236,7 @@ def _encode(fields: list[Any]) -> str | None:
     """``fields`` as JSON, or ``None`` if decoding would not give them back exactly (a
     tuple, a set, a number type JSON does not have, a NaN): such a result is not
     stored, so a rerun scores it again."""
-    return _ENCODER.encode(fields) if _plain(fields) else None
+    return _ENCODE(fields) if _plain(fields) else None
 
 
 @dataclass(frozen=True, slots=True)
