@@ -14,22 +14,24 @@ from json.encoder import encode_basestring
 from typing import Any
 
 
-def compact_json(sort_keys: bool) -> Callable[[Any], str]:
-    """A reusable encoder to compact JSON (no whitespace, UTF-8 kept as is, anything
-    else as ``str``): the C encoder ``JSONEncoder.encode`` builds on every call, built
-    once, with the arguments ``JSONEncoder.iterencode`` passes it (so the same text),
-    without a new encoder object and a cycle check per call: about a quarter of the cost
-    of a small key. The parts given are JSON-like data, where a cycle fails either way."""
+def json_encoder(*, sort_keys: bool,
+                 separators: tuple[str, str] = (",", ":")) -> Callable[[Any], str]:
+    """A reusable JSON encoder (UTF-8 kept as is, anything else as ``str``): the C
+    encoder ``JSONEncoder.encode`` builds on every call, built once, with the arguments
+    ``JSONEncoder.iterencode`` passes it (so the same text), without a new encoder
+    object and a cycle check per call: about a quarter of the cost of a small key. What
+    it encodes is JSON-like data, where a cycle fails either way."""
+    item_separator, key_separator = separators
     c_make_encoder = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed
     if c_make_encoder is None:  # a Python without the _json accelerator
-        return json.JSONEncoder(sort_keys=sort_keys, separators=(",", ":"),
+        return json.JSONEncoder(sort_keys=sort_keys, separators=separators,
                                 ensure_ascii=False, default=str).encode
-    encode = c_make_encoder(None, str, encode_basestring, None, ":", ",", sort_keys, False,
-                            True)
+    encode = c_make_encoder(None, str, encode_basestring, None, key_separator,
+                            item_separator, sort_keys, False, True)
     return lambda obj: "".join(encode(obj, 0))
 
 
-_ENCODE = compact_json(sort_keys=True)
+_ENCODE = json_encoder(sort_keys=True)
 
 
 def canonical_json(obj: Any) -> str:

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .keys import compact_json, content_key
+from .keys import content_key, json_encoder
 from .records import Completion, JudgeRequest, OutcomeRow, SampleResult
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ HARNESS_DIR = Path(__file__).resolve().parent
 
 # Keys in the order written (a details row shows them in that order); ``_plain`` lets
 # only values JSON gives back exactly reach it.
-_ENCODE = compact_json(sort_keys=False)
+_ENCODE = json_encoder(sort_keys=False)
 
 
 class NotCacheable(Exception):
@@ -226,9 +226,15 @@ def _plain(value: Any) -> bool:
     if kind in _PLAIN:
         return value == value  # False only for NaN
     if kind is list:
-        return all(_plain(item) for item in value)
+        for item in value:  # loops, not all(): this runs for every fresh result
+            if not _plain(item):
+                return False
+        return True
     if kind is dict:
-        return all(type(k) is str and _plain(v) for k, v in value.items())
+        for key, item in value.items():
+            if type(key) is not str or not _plain(item):
+                return False
+        return True
     return False
 
 
