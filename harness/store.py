@@ -374,10 +374,11 @@ class Store:
         sql = ("SELECT key, text, finish_reason, prompt_tokens, completion_tokens, reasoning "
                f"FROM predictions WHERE status='ok' AND key IN ({marks})")
         try:
-            async with self.conn.execute(sql, tuple(keys)) as cur:
-                return {row[0]: StoredPrediction(row[1:]) for row in await cur.fetchall()}
+            # One trip to the connection's thread (execute, fetch and close in one).
+            found = await self.conn.execute_fetchall(sql, tuple(keys))
         except sqlite3.Error as exc:
             raise self._error("reading predictions failed", exc) from exc
+        return {row[0]: StoredPrediction(row[1:]) for row in found}
 
     async def lookup_verdicts(self, keys: Sequence[str]) -> dict[str, VerdictRecord]:
         """Stored final verdicts (``ok`` or ``unparsed``) among ``keys``, in one query."""
@@ -401,11 +402,11 @@ class Store:
             return {}
         sql = _LOOKUP_OUTCOMES.format(marks=",".join("?" * len(keys)))
         try:
-            async with self.conn.execute(sql, tuple(keys)) as cur:
-                return {row[0]: (row[1], None if row[2] is None else _cached_verdict(row[2:]))
-                        for row in await cur.fetchall()}
+            found = await self.conn.execute_fetchall(sql, tuple(keys))
         except sqlite3.Error as exc:
             raise self._error("reading outcomes failed", exc) from exc
+        return {row[0]: (row[1], None if row[2] is None else _cached_verdict(row[2:]))
+                for row in found}
 
     async def lookup_execution(self, key: str) -> Execution | None:
         """The stored execution of a generated program under ``key``, if any."""

@@ -436,3 +436,24 @@ def test_a_result_json_cannot_give_back_exactly_is_not_stored():
         assert outcomes.final_row("k", result(stats=odd)) is None
     pending = SampleResult("d", "m", 0, 0, "timeout", (), "x", "x", "x", False)
     assert outcomes.final_row("k", pending) is None
+
+
+def test_a_combined_verdict_keeps_every_field_of_the_rule_result():
+    """``combine`` builds the judged result field by field: one it forgot would be lost
+    from every judged sample (a restored one included)."""
+    import dataclasses
+
+    from harness.judge.runner import combine
+    from harness.records import JudgeTask, SampleResult, VerdictRecord
+
+    base = SampleResult("d", "m", 3, 1, "extract_failed", ({"role": "user", "content": "q"},),
+                        "reply", "", "7", False, "no answer", {"rule_evaluation": {}},
+                        True, rule_correct=False, cause="a cause")
+    verdict = VerdictRecord("k", "judge", "m", "d", 3, 1, "ok", "A", "A", cached=True)
+    result = combine(JudgeTask(base, {}, "reply", "7", True), verdict, ())
+    judged = {"correct", "details", "judge_status", "judge_correct", "judge_cached"}
+    for field in dataclasses.fields(SampleResult):
+        if field.name not in judged:
+            assert getattr(result, field.name) == getattr(base, field.name), field.name
+    assert (result.correct, result.judge_status, result.judge_correct, result.judge_cached) == (
+        True, "ok", True, True)

@@ -10,9 +10,12 @@ batch) is not scored again: its result is rebuilt from the outcome and finished.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
+import anyio
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 from ..config import DatasetSpec
@@ -62,23 +65,34 @@ async def read(pairs: Sequence[tuple[ModelSpec, DatasetSpec]], limit: int | None
     ``outlet`` (scoring) or, with a stored outcome, finished at once; the rest to
     ``model_send`` when ``predict``, else finished as ``missing``. A PPL sample's
     likelihoods are stored per request, not under its key: it goes to the model
-    callers, or in ``--mode eval`` is completed from the store."""
-    async with model_send, outlet:
+    callers, or in ``--mode eval`` is completed from the store.
+
+    Each batch is looked up while the one before it is routed: the store's thread
+    answers while this one works, instead of one waiting for the other.
+    """
+    async with model_send, outlet, anyio.create_task_group() as lookups:
         for model, dataset in pairs:
             if likelihoods is not None and dataset.abbr in likelihoods.datasets:
                 for sample in samples(model, dataset, limit):
                     await _likelihoods(sample, model, likelihoods, predict, model_send,
                                        outlet, collect, progress)
                 continue
-            batch: list[Sample] = []
-            for sample in samples(model, dataset, limit):
-                batch.append(sample)
-                if len(batch) >= batch_size:
-                    await _route(batch, store, predict, model_send, outlet, collect, progress,
+            ahead: _Lookup | None = None
+            for batch in _batches(samples(model, dataset, limit), batch_size):
+                lookup = _Lookup(batch)
+                lookups.start_soon(lookup.run, store, outcomes)
+                if ahead is not None:
+                    await _route(ahead, predict, model_send, outlet, collect, progress,
                                  outcomes)
-                    batch = []
-            await _route(batch, store, predict, model_send, outlet, collect, progress,
-                         outcomes)
+                ahead = lookup
+            if ahead is not None:
+                await _route(ahead, predict, model_send, outlet, collect, progress, outcomes)
+
+
+def _batches(items: Iterator[Sample], size: int) -> Iterator[list[Sample]]:
+    """``items`` in lists of ``size`` (the last one shorter)."""
+    while batch := list(itertools.islice(items, size)):
+        yield batch
 
 
 async def _likelihoods(sample: Sample, model: ModelSpec, likelihoods: Likelihoods,
@@ -105,45 +119,62 @@ def _missing(sample: Sample) -> SampleResult:
         cause="no stored prediction")
 
 
-async def _route(batch: list[Sample], store: Store, predict: bool,
-                 model_send: ObjectSendStream[Sample], outlet: ScoreOutlet,
-                 collect: Collector, progress: Progress, outcomes: Outcomes | None) -> None:
-    """Finish samples with a stored outcome, send the other stored predictions to
-    scoring and the rest to the model."""
-    if not batch:
-        return
-    stored = await store.lookup_predictions([s.key for s in batch])
-    completions = [None if (hit := stored.get(s.key)) is None else
-                   Completion(s, "ok", hit[0], hit[1], None, hit[2], hit[3], 0, True, hit[4])
-                   for s in batch]
-    restored = await _restore(completions, store, outcomes, progress)
-    for sample, completion, result in zip(batch, completions, restored, strict=True):
-        if completion is not None:
-            progress.cached += 1
-            if result is not None:
-                await collect.add(result)
+class _Lookup:
+    """What the store holds for one batch of samples: their stored predictions, and the
+    outcomes stored for those (two queries, run as a task of their own)."""
+
+    def __init__(self, batch: list[Sample]) -> None:
+        self.batch = batch
+        self.completions: list[Completion | None] = []
+        #: Each sample's outcome key (``None``: no stored prediction, or not cacheable).
+        self.keys: list[str | None] = []
+        self.found: dict[str, tuple[str, VerdictRecord | None]] = {}
+        self.done = anyio.Event()
+
+    async def run(self, store: Store, outcomes: Outcomes | None) -> None:
+        """Look the batch up; ``done`` is set when everything is here."""
+        stored = await store.lookup_predictions([s.key for s in self.batch])
+        self.completions = [
+            None if (hit := stored.get(s.key)) is None else
+            Completion(s, "ok", hit[0], hit[1], None, hit[2], hit[3], 0, True, hit[4])
+            for s in self.batch]
+        self.keys = [None if c is None or outcomes is None else outcomes.key(c)
+                     for c in self.completions]
+        wanted = [key for key in self.keys if key is not None]
+        if wanted:
+            self.found = await store.lookup_outcomes(wanted)
+        self.done.set()
+
+
+#: Samples routed between two checkpoints: the next batch's lookup (a task) needs the
+#: event loop between its two queries, and routing stored outcomes never waits.
+ROUTE_SLICE = 64
+
+
+async def _route(lookup: _Lookup, predict: bool, model_send: ObjectSendStream[Sample],
+                 outlet: ScoreOutlet, collect: Collector, progress: Progress,
+                 outcomes: Outcomes | None) -> None:
+    """Finish the samples of a looked-up batch that have a stored outcome, send the
+    other stored predictions to scoring and the rest to the model."""
+    await lookup.done.wait()
+    for i, (sample, completion, key) in enumerate(
+            zip(lookup.batch, lookup.completions, lookup.keys, strict=True)):
+        if i % ROUTE_SLICE == ROUTE_SLICE - 1:
+            await anyio.lowlevel.checkpoint()
+        if completion is None:
+            if not predict:
+                await collect.add(_missing(sample))
             else:
-                await outlet.put(completion)
-        elif not predict:
-            await collect.add(_missing(sample))
+                await send(model_send, sample)
+            continue
+        progress.cached += 1
+        hit = lookup.found.get(key) if key is not None else None
+        result = None if hit is None or outcomes is None else _restored(
+            completion, *hit, outcomes, progress)
+        if result is not None:
+            await collect.add(result)
         else:
-            await send(model_send, sample)
-
-
-async def _restore(completions: Sequence[Completion | None], store: Store,
-                   outcomes: Outcomes | None, progress: Progress) -> list[SampleResult | None]:
-    """The results rebuilt from stored outcomes (one query), aligned with
-    ``completions``; ``None`` where none is stored."""
-    keys = [None if c is None or outcomes is None else outcomes.key(c) for c in completions]
-    if outcomes is None or not any(keys):
-        return [None] * len(completions)
-    found = await store.lookup_outcomes([k for k in keys if k is not None])
-    results: list[SampleResult | None] = []
-    for completion, key in zip(completions, keys, strict=True):
-        hit = found.get(key) if key is not None else None
-        results.append(None if completion is None or hit is None else
-                       _restored(completion, *hit, outcomes, progress))
-    return results
+            await outlet.put(completion)
 
 
 def _restored(completion: Completion, text: str, verdict: VerdictRecord | None,
