@@ -130,6 +130,9 @@ class DatasetSpec:
     #: ``harness.ppl.template.CandidatePromptTemplate`` and the model stage asks for
     #: likelihoods (``harness.ppl``) instead of a generation.
     ppl: PPLInferencer | None = None
+    #: The ``eval_cfg`` as the config wrote it: what the outcome store fingerprints
+    #: (``harness.outcomes``). ``None``: the dataset's outcomes are never stored.
+    eval_cfg: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -227,7 +230,7 @@ def _dataset(cfg: Any, base: Path) -> DatasetSpec:
     if ppl is not None:
         _check_ppl_evaluator(evaluator)
     return DatasetSpec(abbr, reader, columns, output_column, template, inferencer.gen_params(),
-                       pred_pp, ref_pp, evaluator, n, test_range, skip, ppl)
+                       pred_pp, ref_pp, evaluator, n, test_range, skip, ppl, eval_cfg)
 
 
 def _inferencer_kind(infer_cfg: Mapping[str, Any]) -> type:

@@ -21,6 +21,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from .config import DatasetSpec
 from .options import RunOptions
+from .outcomes import Outcomes
 from .progress import Progress
 from .records import (
     Completion,
@@ -99,6 +100,10 @@ class Pipeline:
         self.judges = Judges(self.scorer.plans if self.scorer.judges else {}, store,
                              options.breaker, options.timeout, options.max_attempts,
                              self.progress)
+        # Outcomes are fingerprinted with the resolved judges; --mode infer scores nothing.
+        outcomes = Outcomes(by_abbr, self.judges.runners) if options.mode != "infer" else None
+        self.outcomes = outcomes if outcomes is not None and outcomes.fingerprints else None
+        self.scorer.outcomes = self.outcomes
         self.clients = ModelClients({m.abbr: m for m in models}, starters or {},
                                     options.concurrency, options.breaker, self.progress.model)
         likelihoods = Likelihoods(by_abbr, store)
@@ -145,14 +150,14 @@ class Pipeline:
         store_send, store_recv = memory_stream[StoreWrite](STORE_BUFFER)
         judge_send, judge_recv = memory_stream[JudgeTask](JUDGE_BUFFER)
         ask_send, ask_recv = memory_stream[JudgeRequest](ASK_BUFFER)
-        dispatch = Dispatch(judge_send, self.collector, progress.judge)
+        dispatch = Dispatch(judge_send, self.collector, progress.judge, store_send)
         outlet = ScoreOutlet(self.scorer, score_send, dispatch)
         callers = options.concurrency if options.mode != "eval" else 0
         async with anyio.create_task_group() as tg:
             self.scorer.start(tg)
             tg.start_soon(read, [(m, d) for m, d in self.pairs], options.limit, self.store,
                           options.mode != "eval", LOOKUP_BATCH, model_send, outlet.clone(),
-                          self.collector, progress, self.likelihoods)
+                          self.collector, progress, self.likelihoods, self.outcomes)
             for _ in range(callers):
                 tg.start_soon(generate, model_recv.clone(), self.clients, store_send.clone(),
                               outlet.clone(), progress, self.likelihoods)
@@ -160,7 +165,8 @@ class Pipeline:
                 tg.start_soon(score, score_recv.clone(), self.scorer, dispatch.clone())
             if self.judges.concurrency:
                 tg.start_soon(judge_lookup, judge_recv.clone(), self.judges, self.store,
-                              LOOKUP_BATCH, ask_send.clone(), self.collector, progress.judge)
+                              LOOKUP_BATCH, ask_send.clone(), self.collector, progress.judge,
+                              store_send.clone())
             for _ in range(self.judges.concurrency):
                 tg.start_soon(judge_ask, ask_recv.clone(), self.judges, store_send.clone(),
                               self.collector, progress.judge)

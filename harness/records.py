@@ -9,7 +9,8 @@ a ``status`` on the record, never an exception that ends the run::
                                   (rules done)  (judge messages,  (with the verdict)
                                                  verdict key)
 
-``StoreWrite`` is what the store writer commits: fresh completions and verdicts.
+``StoreWrite`` is what the store writer commits: fresh completions and verdicts, and the
+``OutcomeRow`` of each final result (``harness.outcomes``).
 """
 
 from __future__ import annotations
@@ -223,6 +224,9 @@ class JudgeTask:
     prediction: Any
     reference: Any
     has_rule: bool
+    #: Where the sample's final result is stored once judged (``harness.outcomes``);
+    #: ``None``: it is not (a dataset that is not cacheable, a result not reproducible).
+    outcome_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,5 +239,15 @@ class JudgeRequest:
     key: str
 
 
-#: What the store writer commits: fresh predictions and fresh verdicts.
-StoreWrite = Completion | VerdictRecord
+@dataclass(frozen=True, slots=True)
+class OutcomeRow:
+    """One final sample outcome to store (``harness.outcomes``): its key, the encoded
+    result and, for a judged sample, the key of the verdict it combines with."""
+
+    key: str
+    outcome: str
+    verdict: str | None
+
+
+#: What the store writer commits: fresh predictions, fresh verdicts, final outcomes.
+StoreWrite = Completion | VerdictRecord | OutcomeRow

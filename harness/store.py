@@ -1,5 +1,5 @@
 """The SQLite store of a work directory: every prediction and verdict, committed as
-it arrives.
+it arrives, and the final outcome of every scored sample (``harness.outcomes``).
 
 One ``Store`` owns one aiosqlite connection. WAL mode with ``synchronous=NORMAL`` means a
 committed row survives the process being killed (SIGKILL) at any point; at most the
@@ -36,12 +36,12 @@ from .errors import (
     WorkDirLockedError,
 )
 from .keys import canonical_json
-from .records import Completion, VerdictRecord
+from .records import OutcomeRow, StoreWrite, VerdictRecord
 
 if TYPE_CHECKING:
     from .sandbox import Execution
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 DB_NAME = "harness.db"
 
 _SCHEMA = """
@@ -94,6 +94,12 @@ CREATE TABLE IF NOT EXISTS executions (
     duration REAL NOT NULL,
     updated REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS outcomes (
+    key TEXT PRIMARY KEY,
+    outcome TEXT NOT NULL,
+    verdict TEXT,
+    updated REAL NOT NULL
+) WITHOUT ROWID;
 """
 
 # A verdict that was paid for (ok or unparsed after its re-asks) is final; an error row
@@ -141,6 +147,30 @@ _MIGRATE_1_TO_2 = (
 
 # Schema 3 adds the executions table (created by _SCHEMA); nothing else changes.
 _MIGRATE_2_TO_3: tuple[str, ...] = ()
+
+# Schema 4 adds the outcomes table (created by _SCHEMA); nothing else changes. Outcomes
+# are derived data: a migrated store starts with none and re-scores once.
+_MIGRATE_3_TO_4: tuple[str, ...] = ()
+
+#: The migrations that bring a store of each older version to the next one.
+_MIGRATIONS = {1: _MIGRATE_1_TO_2, 2: _MIGRATE_2_TO_3, 3: _MIGRATE_3_TO_4}
+
+# The same inputs give the same outcome, so a second write of a key only refreshes it.
+_UPSERT_OUTCOME = """
+INSERT INTO outcomes (key, outcome, verdict, updated) VALUES (?, ?, ?, ?)
+ON CONFLICT(key) DO UPDATE SET
+    outcome = excluded.outcome, verdict = excluded.verdict, updated = excluded.updated
+"""
+
+# A judged outcome is served only with its verdict, as a verdict lookup serves it
+# (final, not an error row): without one the sample is scored and judged again.
+_LOOKUP_OUTCOMES = """
+SELECT o.key, o.outcome, v.key, v.judge, v.model, v.dataset, v.idx, v.replica, v.status,
+       v.verdict, v.reply, v.probability, v.error, v.requests, v.prompt_tokens,
+       v.completion_tokens
+FROM outcomes o LEFT JOIN verdicts v ON v.key = o.verdict AND v.status != 'error'
+WHERE o.key IN ({marks}) AND (o.verdict IS NULL OR v.key IS NOT NULL)
+"""
 
 
 class StoredPrediction(tuple):
@@ -281,15 +311,14 @@ class Store:
         if row is None:
             await self.conn.execute("INSERT INTO meta VALUES ('schema_version', ?)",
                                     (str(SCHEMA_VERSION),))
-        elif row[0] == "1":
-            await self._migrate(_MIGRATE_1_TO_2, 2)
-            await self._migrate(_MIGRATE_2_TO_3, 3)
-        elif row[0] == "2":
-            await self._migrate(_MIGRATE_2_TO_3, 3)
-        elif row[0] != str(SCHEMA_VERSION):
+            return
+        version = int(row[0]) if row[0].isdigit() else None
+        if version is None or not 1 <= version <= SCHEMA_VERSION:
             raise SchemaVersionError(
                 f"{self.path}: store schema version {row[0]} is not supported by this "
                 f"harness (expects {SCHEMA_VERSION}); use a new --work-dir")
+        for old in range(version, SCHEMA_VERSION):
+            await self._migrate(_MIGRATIONS[old], old + 1)
 
     async def _migrate(self, statements: Sequence[str], version: int) -> None:
         """Apply ``statements`` and set the schema version, in one transaction."""
@@ -345,10 +374,11 @@ class Store:
         sql = ("SELECT key, text, finish_reason, prompt_tokens, completion_tokens, reasoning "
                f"FROM predictions WHERE status='ok' AND key IN ({marks})")
         try:
-            async with self.conn.execute(sql, tuple(keys)) as cur:
-                return {row[0]: StoredPrediction(row[1:]) for row in await cur.fetchall()}
+            # One trip to the connection's thread (execute, fetch and close in one).
+            found = await self.conn.execute_fetchall(sql, tuple(keys))
         except sqlite3.Error as exc:
             raise self._error("reading predictions failed", exc) from exc
+        return {row[0]: StoredPrediction(row[1:]) for row in found}
 
     async def lookup_verdicts(self, keys: Sequence[str]) -> dict[str, VerdictRecord]:
         """Stored final verdicts (``ok`` or ``unparsed``) among ``keys``, in one query."""
@@ -362,6 +392,21 @@ class Store:
                 return {row[0]: _cached_verdict(row) for row in await cur.fetchall()}
         except sqlite3.Error as exc:
             raise self._error("reading verdicts failed", exc) from exc
+
+    async def lookup_outcomes(self, keys: Sequence[str]
+                              ) -> dict[str, tuple[str, VerdictRecord | None]]:
+        """Stored outcomes among ``keys`` (one query): each one's encoded result and,
+        for a judged sample, its stored verdict (``cached``); a judged outcome whose
+        verdict is missing or failed is left out."""
+        if not keys:
+            return {}
+        sql = _LOOKUP_OUTCOMES.format(marks=",".join("?" * len(keys)))
+        try:
+            found = await self.conn.execute_fetchall(sql, tuple(keys))
+        except sqlite3.Error as exc:
+            raise self._error("reading outcomes failed", exc) from exc
+        return {row[0]: (row[1], None if row[2] is None else _cached_verdict(row[2:]))
+                for row in found}
 
     async def lookup_execution(self, key: str) -> Execution | None:
         """The stored execution of a generated program under ``key``, if any."""
@@ -392,12 +437,14 @@ class Store:
         except sqlite3.Error as exc:
             raise self._error("writing an execution failed", exc) from exc
 
-    async def write_completions(self, batch: Iterable[Completion | VerdictRecord]) -> None:
-        """Commit a batch of fresh completions and verdicts in one transaction."""
+    async def write_completions(self, batch: Iterable[StoreWrite]) -> None:
+        """Commit a batch of fresh completions, verdicts and outcomes in one transaction."""
         now = time.time()
-        predictions, verdicts = [], []
+        predictions, verdicts, outcomes = [], [], []
         for item in batch:
-            if isinstance(item, VerdictRecord):
+            if isinstance(item, OutcomeRow):
+                outcomes.append((item.key, item.outcome, item.verdict, now))
+            elif isinstance(item, VerdictRecord):
                 verdicts.append((item.key, item.judge, item.model, item.dataset, item.index,
                                  item.replica, item.status, item.verdict, item.reply,
                                  item.probability, item.error, item.requests,
@@ -408,7 +455,7 @@ class Store:
                                     c.sample.index, c.sample.replica, c.status, c.text,
                                     c.finish_reason, c.error, c.prompt_tokens,
                                     c.completion_tokens, c.attempts, now, c.reasoning))
-        if not predictions and not verdicts:
+        if not predictions and not verdicts and not outcomes:
             return
         try:
             await self.conn.execute("BEGIN")
@@ -417,6 +464,8 @@ class Store:
                     await self.conn.executemany(_UPSERT_PREDICTION, predictions)
                 if verdicts:
                     await self.conn.executemany(_UPSERT_VERDICT, verdicts)
+                if outcomes:
+                    await self.conn.executemany(_UPSERT_OUTCOME, outcomes)
                 await self.conn.execute("COMMIT")
             except BaseException:
                 if self.conn.in_transaction:

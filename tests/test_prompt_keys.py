@@ -52,3 +52,22 @@ def test_prediction_key_changes_with_what_changes_the_prediction():
     assert _key(gen_params={"max_tokens": 9}) != base
     assert _key(messages=[{"role": "user", "content": "q2"}]) != base
     assert _key(identity={"endpoint": "http://h/v1", "model": "m2"}) != base
+
+
+def test_canonical_json_is_what_the_json_module_writes():
+    """Keys of stored predictions and verdicts must not change with the encoder's speed-up."""
+    import json
+
+    from harness.keys import canonical_json, content_key
+
+    tricky = {"b": 1, "a": [1.5, float("nan"), float("inf"), -0.0, 1e300, True, None,
+                            "é\u2028\x00\"\\", ("tuple", 2)], "c": {"z": {}, "y": object},
+              "d": {1: "int keys", 2: "sorted"}}
+    for value in (tricky, "a string", 3.0, [], {}):
+        assert canonical_json(value) == json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    # The key the encoder before this one (``json.JSONEncoder.encode``) gave.
+    assert content_key("prediction", model={"endpoint": "http://h/v1", "model": "m"},
+                       gen={"max_tokens": 8}, replica=0,
+                       messages=[{"role": "user", "content": "2+2?"}]) == (
+        "4cb732ffaab32dd572675a26d3905fcb930b6fbc42a61791c9a80175aec525db")

@@ -73,6 +73,14 @@ class BaseEvaluator:
         run ``score_sample``."""
         return None
 
+    def quiet_timeout(self) -> float | None:
+        """Seconds after which a check may have been cut short by a time limit of the
+        evaluator's own that ends it as a verdict instead of an error (math-verify's
+        parse and verify limits say "wrong"), or ``None`` without such limits. A check
+        that took longer is not reproducible, so its result is never stored as an
+        outcome (``harness.outcomes``)."""
+        return None
+
     def statistics(self) -> tuple[Statistic, ...]:
         """The metrics this evaluator reports, primary first: by default the percentage
         of ``correct`` samples under ``metric``'s name, with a Wilson interval."""

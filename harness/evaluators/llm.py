@@ -129,6 +129,10 @@ class CascadeEvaluator(BaseEvaluator):
         if self.rule_evaluator is not None:
             self.rule_evaluator.check_ready()
 
+    def quiet_timeout(self) -> float | None:
+        """The rule layer's (see ``BaseEvaluator.quiet_timeout``)."""
+        return self.rule_evaluator.quiet_timeout() if self.rule_evaluator is not None else None
+
     def warm_up(self) -> None:
         """Warm the rule layer."""
         if self.rule_evaluator is not None:

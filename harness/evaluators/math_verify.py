@@ -52,6 +52,13 @@ class MATHVerifyEvaluator(BaseEvaluator):
         for prediction, gold in warm_up_pairs():
             self.score_sample(prediction, gold)
 
+    def quiet_timeout(self) -> float | None:
+        """The shorter of the parse and verify limits: math-verify ends a check that
+        reaches one as unparsed or unequal, so a check that ran this long may be a
+        timeout in disguise."""
+        limits = [t for t in (self.parse_timeout, self.verify_timeout) if t > 0]
+        return float(min(limits)) if limits else None
+
     def fast_score(self, prediction: Any, reference: Any) -> dict[str, Any] | None:
         """``score_sample``'s detail when it is certain without math-verify (plain
         numbers, answers written like the gold: see ``math_fast``), else ``None``;

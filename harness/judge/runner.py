@@ -182,7 +182,12 @@ def combine(task: JudgeTask, verdict: VerdictRecord,
                            details=details, cause=verdict.cause, **common)
         final = bool(base.rule_correct) or judge_correct is True
         details = {**base.details, "llm_evaluation": evaluation, "cascade_correct": final}
-        return replace(base, correct=final, details=details, **common)
+        # Built directly, not with dataclasses.replace (twice the cost): every judged
+        # sample of a cascade, in every run, takes this path.
+        return SampleResult(base.dataset, base.model, base.index, base.replica, base.status,
+                            base.prompt, base.prediction, base.extracted, base.reference,
+                            final, base.error, details, base.cached,
+                            rule_correct=base.rule_correct, cause=base.cause, **common)
     status = _JUDGE_ONLY_STATUS[verdict.status]
     cause = verdict.cause if verdict.status == "error" else (
         "verdict unreadable after the re-asks" if verdict.status == "unparsed" else None)

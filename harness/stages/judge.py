@@ -3,8 +3,10 @@
 ``judge_lookup`` (one task) renders each ``JudgeTask``'s judge messages, looks their
 verdict keys up in one query per batch and finishes the samples a stored verdict
 answers; the others go on as ``JudgeRequest``s to the ``judge_ask`` tasks (the judge
-endpoints' concurrency), whose fresh verdicts go to the store writer. Caching, pacing,
-re-asks and the decision rules are ``harness.judge.runner``'s.
+endpoints' concurrency), whose fresh verdicts go to the store writer. Either way a
+judged result that is final goes to the store writer as an outcome row too
+(``harness.outcomes``). Caching, pacing, re-asks and the decision rules are
+``harness.judge.runner``'s.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ from ..evaluators.llm import GenericLLMEvaluator
 from ..judge.runner import JudgeEndpoint, JudgeRunner
 from ..judge.spec import judge_spec
 from ..keys import content_key
+from ..outcomes import judged_row
 from ..progress import Progress, StageCounts
-from ..records import JudgeRequest, JudgeTask, StoreWrite
+from ..records import JudgeRequest, JudgeTask, SampleResult, StoreWrite
 from ..store import Store
 from .collect import Collector
-from .streams import drain
+from .streams import drain, send
 
 #: Per dataset: whether it has a rule layer, its judge (if any), and whether the judge
 #: sees every sample (``harness.evaluators.llm.judge_plan``).
@@ -95,11 +98,20 @@ class Judges:
                     stack.push_async_callback(endpoint.aclose)
 
 
+async def _finish(request: JudgeRequest, result: SampleResult,
+                  store_send: ObjectSendStream[StoreWrite], collect: Collector) -> None:
+    """A judged sample's outcome row to the store (if it is final), its result on."""
+    if (row := judged_row(request, result)) is not None:
+        await send(store_send, row)
+    await collect.add(result)
+
+
 async def judge_lookup(receive: ObjectReceiveStream[JudgeTask], judges: Judges, store: Store,
                        batch_size: int, ask_send: ObjectSendStream[JudgeRequest],
-                       collect: Collector, counts: StageCounts) -> None:
+                       collect: Collector, counts: StageCounts,
+                       store_send: ObjectSendStream[StoreWrite]) -> None:
     """Serve stored verdicts in batches (one query each); send the rest to be asked."""
-    async with receive, ask_send:
+    async with receive, ask_send, store_send:
         async for first in receive:
             batch = [first, *drain(receive, batch_size - 1)]
             requests = [JudgeRequest(task, *judges.runners[task.result.dataset].prepare(task))
@@ -111,7 +123,8 @@ async def judge_lookup(receive: ObjectReceiveStream[JudgeTask], judges: Judges, 
                     counts.done += 1
                     counts.reused += 1
                     runner = judges.runners[request.task.result.dataset]
-                    await collect.add(runner.cached(request.task, verdict, request.messages))
+                    await _finish(request, runner.cached(request.task, verdict,
+                                                         request.messages), store_send, collect)
                 else:
                     await ask_send.send(request)
 
@@ -131,4 +144,4 @@ async def judge_ask(receive: ObjectReceiveStream[JudgeRequest], judges: Judges,
             counts.done += 1
             counts.failed += result.judge_status == "error"
             await store_send.send(fresh)
-            await collect.add(result)
+            await _finish(request, result, store_send, collect)

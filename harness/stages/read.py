@@ -3,25 +3,31 @@
 Rows come from ``validate.selected_rows`` (the selection the run was validated on),
 each rendered once per replica with its prediction key. Samples are looked up in the
 store in batches (one query per batch): a stored prediction goes straight to scoring,
-the rest to the model callers (``--mode eval``: finished as ``missing``).
+the rest to the model callers (``--mode eval``: finished as ``missing``). A stored
+prediction whose final outcome is stored too (``harness.outcomes``, one more query per
+batch) is not scored again: its result is rebuilt from the outcome and finished.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
+import anyio
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 from ..config import DatasetSpec
 from ..keys import prediction_key
+from ..outcomes import Outcomes, restore
 from ..progress import Progress
-from ..records import Completion, ModelSpec, Sample, SampleResult
+from ..records import Completion, JudgeTask, ModelSpec, Sample, SampleResult, VerdictRecord
 from ..store import Store
 from ..validate import check_row, selected_rows
 from .collect import Collector
 from .generate import Likelihoods
-from .score import ScoreOutlet
+from .score import ScoreOutlet, empty_reply
 from .streams import send
 
 
@@ -53,25 +59,40 @@ async def read(pairs: Sequence[tuple[ModelSpec, DatasetSpec]], limit: int | None
                store: Store, predict: bool, batch_size: int,
                model_send: ObjectSendStream[Sample], outlet: ScoreOutlet,
                collect: Collector, progress: Progress,
-               likelihoods: Likelihoods | None = None) -> None:
+               likelihoods: Likelihoods | None = None,
+               outcomes: Outcomes | None = None) -> None:
     """Samples of every (model, dataset) in ``pairs``, in order: stored predictions to
-    ``outlet`` (scoring), the rest to ``model_send`` when ``predict``, else finished as
-    ``missing``. A PPL sample's likelihoods are stored per request, not under its key:
-    it goes to the model callers, or in ``--mode eval`` is completed from the store."""
-    async with model_send, outlet:
+    ``outlet`` (scoring) or, with a stored outcome, finished at once; the rest to
+    ``model_send`` when ``predict``, else finished as ``missing``. A PPL sample's
+    likelihoods are stored per request, not under its key: it goes to the model
+    callers, or in ``--mode eval`` is completed from the store.
+
+    Each batch is looked up while the one before it is routed: the store's thread
+    answers while this one works, instead of one waiting for the other.
+    """
+    async with model_send, outlet, anyio.create_task_group() as lookups:
         for model, dataset in pairs:
             if likelihoods is not None and dataset.abbr in likelihoods.datasets:
                 for sample in samples(model, dataset, limit):
                     await _likelihoods(sample, model, likelihoods, predict, model_send,
                                        outlet, collect, progress)
                 continue
-            batch: list[Sample] = []
-            for sample in samples(model, dataset, limit):
-                batch.append(sample)
-                if len(batch) >= batch_size:
-                    await _route(batch, store, predict, model_send, outlet, collect, progress)
-                    batch = []
-            await _route(batch, store, predict, model_send, outlet, collect, progress)
+            ahead: _Lookup | None = None
+            for batch in _batches(samples(model, dataset, limit), batch_size):
+                lookup = _Lookup(batch)
+                lookups.start_soon(lookup.run, store, outcomes)
+                if ahead is not None:
+                    await _route(ahead, predict, model_send, outlet, collect, progress,
+                                 outcomes)
+                ahead = lookup
+            if ahead is not None:
+                await _route(ahead, predict, model_send, outlet, collect, progress, outcomes)
+
+
+def _batches(items: Iterator[Sample], size: int) -> Iterator[list[Sample]]:
+    """``items`` in lists of ``size`` (the last one shorter)."""
+    while batch := list(itertools.islice(items, size)):
+        yield batch
 
 
 async def _likelihoods(sample: Sample, model: ModelSpec, likelihoods: Likelihoods,
@@ -98,20 +119,81 @@ def _missing(sample: Sample) -> SampleResult:
         cause="no stored prediction")
 
 
-async def _route(batch: list[Sample], store: Store, predict: bool,
-                 model_send: ObjectSendStream[Sample], outlet: ScoreOutlet,
-                 collect: Collector, progress: Progress) -> None:
-    """Send stored predictions straight to scoring and the rest to the model."""
-    if not batch:
-        return
-    stored = await store.lookup_predictions([s.key for s in batch])
-    for sample in batch:
-        hit = stored.get(sample.key)
-        if hit is not None:
-            progress.cached += 1
-            await outlet.put(Completion(sample, "ok", hit[0], hit[1], None, hit[2], hit[3],
-                                        0, True, hit[4]))
-        elif not predict:
-            await collect.add(_missing(sample))
+class _Lookup:
+    """What the store holds for one batch of samples: their stored predictions, and the
+    outcomes stored for those (two queries, run as a task of their own)."""
+
+    def __init__(self, batch: list[Sample]) -> None:
+        self.batch = batch
+        self.completions: list[Completion | None] = []
+        #: Each sample's outcome key (``None``: no stored prediction, or not cacheable).
+        self.keys: list[str | None] = []
+        self.found: dict[str, tuple[str, VerdictRecord | None]] = {}
+        self.done = anyio.Event()
+
+    async def run(self, store: Store, outcomes: Outcomes | None) -> None:
+        """Look the batch up; ``done`` is set when everything is here."""
+        stored = await store.lookup_predictions([s.key for s in self.batch])
+        self.completions = [
+            None if (hit := stored.get(s.key)) is None else
+            Completion(s, "ok", hit[0], hit[1], None, hit[2], hit[3], 0, True, hit[4])
+            for s in self.batch]
+        self.keys = [None if c is None or outcomes is None else outcomes.key(c)
+                     for c in self.completions]
+        wanted = [key for key in self.keys if key is not None]
+        if wanted:
+            self.found = await store.lookup_outcomes(wanted)
+        self.done.set()
+
+
+#: Samples routed between two checkpoints: the next batch's lookup (a task) needs the
+#: event loop between its two queries, and routing stored outcomes never waits.
+ROUTE_SLICE = 64
+
+
+async def _route(lookup: _Lookup, predict: bool, model_send: ObjectSendStream[Sample],
+                 outlet: ScoreOutlet, collect: Collector, progress: Progress,
+                 outcomes: Outcomes | None) -> None:
+    """Finish the samples of a looked-up batch that have a stored outcome, send the
+    other stored predictions to scoring and the rest to the model."""
+    await lookup.done.wait()
+    for i, (sample, completion, key) in enumerate(
+            zip(lookup.batch, lookup.completions, lookup.keys, strict=True)):
+        if i % ROUTE_SLICE == ROUTE_SLICE - 1:
+            await anyio.lowlevel.checkpoint()
+        if completion is None:
+            if not predict:
+                await collect.add(_missing(sample))
+            else:
+                await send(model_send, sample)
+            continue
+        progress.cached += 1
+        hit = lookup.found.get(key) if key is not None else None
+        result = None if hit is None or outcomes is None else _restored(
+            completion, *hit, outcomes, progress)
+        if result is not None:
+            await collect.add(result)
         else:
-            await send(model_send, sample)
+            await outlet.put(completion)
+
+
+def _restored(completion: Completion, text: str, verdict: VerdictRecord | None,
+              outcomes: Outcomes, progress: Progress) -> SampleResult | None:
+    """One stored outcome as the result scoring would give, counted as scoring counts
+    it: a rule check for every reply that is not empty, and for a judged sample a
+    verdict handed to the judge stage and reused from the store (its runner counts the
+    cache hit and combines the verdict, as a verdict lookup does)."""
+    restored = restore(completion, text)
+    if restored.judged is not None and verdict is None:
+        return None  # the store serves a judged outcome only with its verdict
+    if not empty_reply(completion.text):
+        progress.rules.done += 1
+    if restored.judged is None or verdict is None:
+        return restored.result
+    has_rule, messages = restored.judged
+    counts = progress.judge
+    counts.submitted += 1
+    counts.done += 1
+    counts.reused += 1
+    task = JudgeTask(restored.result, completion.sample.row, None, None, has_rule)
+    return outcomes.runners[completion.sample.dataset].cached(task, verdict, messages)

@@ -7,6 +7,10 @@ a time, with the store as their execution cache. Every outcome, failures
 included, becomes a ``SampleResult`` with a status: nothing is dropped and nothing
 fails silently. Samples the judge must see leave as a ``JudgeTask`` instead.
 
+A final, reproducible result is also stored as an outcome (``harness.outcomes``) under
+a key the scorer computes from the completion: the dispatch sends its row to the store
+writer, and a judge task carries the key to the judge stage.
+
 Without worker processes scoring never waits, so the stage that holds a completion
 (the reader for a stored one, a model caller for a reply) scores it on the spot through
 its ``ScoreOutlet``: a stream hop and a task switch cost more than the check.
@@ -16,10 +20,11 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -28,19 +33,36 @@ from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 from ..config import DatasetSpec
 from ..evaluators.llm import GenericLLMEvaluator, judge_plan
+from ..outcomes import final_row
 from ..postprocessors import is_extraction_failure
 from ..postprocessors.build import BoundPostprocessor
 from ..progress import Progress, StageCounts
-from ..records import RULE_DECIDED_STATUSES, Completion, JudgeTask, SampleResult, SampleStatus
+from ..records import (
+    RULE_DECIDED_STATUSES,
+    Completion,
+    JudgeTask,
+    SampleResult,
+    SampleStatus,
+    StoreWrite,
+)
 from ..workers import WorkerPool, WorkerTimeout
 from .collect import Collector
 from .streams import send
+
+if TYPE_CHECKING:
+    from ..outcomes import Outcomes
 
 #: What scoring a completion gives: a finished result, or a task for the judge.
 Scored = SampleResult | JudgeTask
 
 #: Builds the ``SampleResult`` of the completion being scored from what scoring found.
 _ResultOf = Callable[..., SampleResult]
+
+
+def empty_reply(text: str | None) -> bool:
+    """Whether a reply is empty (after its retries): scored as ``empty_reply``, without
+    a rule check."""
+    return not text or text.isspace()
 
 
 class Scorer:
@@ -71,6 +93,9 @@ class Scorer:
         #: Whether ``score`` never waits (no worker processes, no programs to run):
         #: then callers score inline instead of going through a score stage.
         self.inline = self.pool is None and not executes
+        #: Keys reproducible final results for the outcome store (``None``: nothing is
+        #: stored); set by the pipeline once the judges, which it fingerprints, exist.
+        self.outcomes: Outcomes | None = None
 
     @property
     def judges(self) -> bool:
@@ -104,6 +129,15 @@ class Scorer:
 
     async def score(self, completion: Completion) -> Scored:
         """Score one completion; never raises for a per-sample problem."""
+        return (await self.score_keyed(completion))[0]
+
+    def _key(self, completion: Completion) -> str | None:
+        return self.outcomes.key(completion) if self.outcomes is not None else None
+
+    async def score_keyed(self, completion: Completion) -> tuple[Scored, str | None]:
+        """``score``, and the outcome key to store the result under: ``None`` when it is
+        not stored (a dataset that is not cacheable, a check that is not reproducible).
+        A judge task also carries the key, for its judged result."""
         sample = completion.sample
         dataset = self.datasets[sample.dataset]
 
@@ -131,8 +165,8 @@ class Scorer:
                                 rule_correct=rule_correct)
 
         if completion.status != "ok":
-            return result("model_error", error=completion.error, cause=completion.cause)
-        if not completion.text or completion.text.isspace():
+            return result("model_error", error=completion.error, cause=completion.cause), None
+        if empty_reply(completion.text):
             # Still empty after its retries: the model answered nothing, which is wrong
             # (a transient empty reply was retried and never gets here). Nothing for a
             # judge to read; a cascade's rule layer counts it as a rule failure.
@@ -141,11 +175,11 @@ class Scorer:
                            error="the model's reply was empty")
             has_rule, judge, _ = self.plans[sample.dataset]
             if scored and has_rule and judge is not None:
-                return replace(empty, rule_correct=False,
-                               details={**empty.details, "cascade_correct": False})
-            return empty
+                empty = replace(empty, rule_correct=False,
+                                details={**empty.details, "cascade_correct": False})
+            return empty, self._key(completion)
         if self.mode == "infer" or dataset.evaluator is None:
-            return result("ok")
+            return result("ok"), None
         stage = self.progress.rules
         stage.in_flight += 1
         try:
@@ -153,13 +187,13 @@ class Scorer:
         except Exception as exc:  # an evaluator or postprocessor bug on this sample
             stage.failed += 1
             return result("eval_error", error=f"{type(exc).__name__}: {exc}",
-                          cause=f"the evaluator raised {type(exc).__name__}")
+                          cause=f"the evaluator raised {type(exc).__name__}"), None
         finally:
             stage.in_flight -= 1
             stage.done += 1
 
     async def _evaluate(self, completion: Completion, dataset: DatasetSpec,
-                        result: _ResultOf) -> Scored:
+                        result: _ResultOf) -> tuple[Scored, str | None]:
         sample = completion.sample
         reference = sample.reference
         if dataset.dataset_postprocessor is not None:
@@ -171,18 +205,23 @@ class Scorer:
         if not has_rule:
             assert judge is not None  # judge_plan: no rule layer means a judge
             base = result("ok", extracted, reference)
-            return self._judge_task(base, sample.row, extracted, reference, judge, False)
+            key = self._key(completion)
+            return self._judge_task(base, sample.row, extracted, reference, judge, False,
+                                    key), key
         if judge is not None:  # the rule layer of a cascade: built in its shape at once
             result = functools.partial(result, cascade=True)
-        rule = await self._rule(dataset, extracted, reference, sample.row, result)
+        rule, reproducible = await self._rule(dataset, extracted, reference, sample.row,
+                                              result)
+        key = self._key(completion) if reproducible else None
         if judge is None or rule.status not in RULE_DECIDED_STATUSES:
-            return rule
+            return rule, key
         if rule.correct and not judge_all:
-            return rule
-        return self._judge_task(rule, sample.row, extracted, reference, judge, True)
+            return rule, key
+        return self._judge_task(rule, sample.row, extracted, reference, judge, True, key), key
 
     def _judge_task(self, base: SampleResult, row: Mapping[str, Any], extracted: Any,
-                    reference: Any, judge: GenericLLMEvaluator, has_rule: bool) -> Scored:
+                    reference: Any, judge: GenericLLMEvaluator, has_rule: bool,
+                    key: str | None) -> Scored:
         prediction = extracted
         if judge.pred_postprocessor is not None:
             prediction = _apply(judge.pred_postprocessor, prediction, row)
@@ -193,41 +232,51 @@ class Scorer:
                 return replace(base, details={**base.details, "llm_evaluation": skipped})
             return replace(base, status="extract_failed", correct=False,
                            details={"llm_evaluation": skipped})
-        return JudgeTask(base, row, prediction, reference, has_rule)
+        return JudgeTask(base, row, prediction, reference, has_rule, key)
 
     async def _rule(self, dataset: DatasetSpec, extracted: Any, reference: Any,
-                    row: Mapping[str, Any], result: _ResultOf) -> SampleResult:
+                    row: Mapping[str, Any], result: _ResultOf) -> tuple[SampleResult, bool]:
+        """The rule layer's result, and whether it is reproducible (another run would
+        give the same: no timeout, no check that may have hit a quiet time limit)."""
         evaluator = dataset.evaluator
         assert evaluator is not None
         if evaluator.pred_postprocessor is not None:
             extracted = _apply(evaluator.pred_postprocessor, extracted, row)
         if is_extraction_failure(extracted):
-            return result("extract_failed", extracted, reference, False)
+            return result("extract_failed", extracted, reference, False), True
+        reproducible = True
         if evaluator.executes:
             detail = await evaluator.ascore_sample(extracted, reference, dict(row),
                                                    self.executions)
             if detail.get("outcome") == "sandbox_error":
                 return result("sandbox_error", detail.get("pred"), reference, None,
-                              detail.get("reason"), cause="the code sandbox failed")
+                              detail.get("reason"), cause="the code sandbox failed"), False
             if detail.get("outcome") == "timeout":
                 return result("timeout", detail.get("pred"), reference, False,
                               detail.get("reason"), details={
                                   k: v for k, v in detail.items()
-                                  if k not in ("pred", "answer", "correct")})
+                                  if k not in ("pred", "answer", "correct")}), False
         # A check whose outcome is certain at once (math_fast) skips the worker.
         elif (fast := evaluator.fast_score(extracted, reference)
               if evaluator.needs_worker else None) is not None:
             detail = fast
-        elif evaluator.needs_worker and self.pool is not None:
-            try:
-                # Keyed by the reference: a worker keeps the references it parsed.
-                detail = await self.pool.run(evaluator.score_sample, extracted, reference,
-                                             dict(row), timeout=evaluator.timeout,
-                                             key=str(reference))
-            except WorkerTimeout as exc:
-                return result("timeout", extracted, reference, False, str(exc))
         else:
-            detail = evaluator.score_sample(extracted, reference, row)
+            limit = evaluator.quiet_timeout()
+            started = time.monotonic() if limit is not None else 0.0
+            if evaluator.needs_worker and self.pool is not None:
+                try:
+                    # Keyed by the reference: a worker keeps the references it parsed.
+                    detail = await self.pool.run(evaluator.score_sample, extracted,
+                                                 reference, dict(row),
+                                                 timeout=evaluator.timeout,
+                                                 key=str(reference))
+                except WorkerTimeout as exc:
+                    return result("timeout", extracted, reference, False, str(exc)), False
+            else:
+                detail = evaluator.score_sample(extracted, reference, row)
+            # Timed here, so the wait in a worker's pipe counts too: an over-estimate,
+            # which only stores fewer outcomes.
+            reproducible = limit is None or time.monotonic() - started < limit
         pred = detail.get("pred", extracted)
         status: SampleStatus = "extract_failed" if is_extraction_failure(pred) else "ok"
         extra = {k: v for k, v in detail.items() if k not in ("pred", "answer", "correct")}
@@ -235,7 +284,7 @@ class Scorer:
         # sample is scored, by its metric fields, and is neither right nor wrong.
         correct = detail.get("correct")
         return result(status, pred, reference, None if correct is None else bool(correct),
-                      details=extra)
+                      details=extra), reproducible
 
 
 def _apply(postprocessor: Any, value: Any, row: Mapping[str, Any]) -> Any:
@@ -247,31 +296,41 @@ def _apply(postprocessor: Any, value: Any, row: Mapping[str, Any]) -> Any:
 
 class Dispatch:
     """Where a scored sample goes: to the judge if it still needs a verdict, else to
-    the collector. Holds its own clone of the judge stream (closed on exit)."""
+    the collector, its outcome row (if it has one) to the store writer. Holds its own
+    clones of the judge and store streams (closed on exit)."""
 
     def __init__(self, judge_send: ObjectSendStream[JudgeTask], collect: Collector,
-                 judge_counts: StageCounts) -> None:
+                 judge_counts: StageCounts, store_send: ObjectSendStream[StoreWrite]) -> None:
         self.judge_send = judge_send
         self.collect = collect
         self.judge_counts = judge_counts
+        self.store_send = store_send
 
     def clone(self) -> Dispatch:
-        """A dispatch for another task (each task closes its own stream clone)."""
-        return Dispatch(self.judge_send.clone(), self.collect, self.judge_counts)
+        """A dispatch for another task (each task closes its own stream clones)."""
+        return Dispatch(self.judge_send.clone(), self.collect, self.judge_counts,
+                        self.store_send.clone())
+
+    def close(self) -> None:
+        """Close this dispatch's stream clones."""
+        self.judge_send.close()
+        self.store_send.close()
 
     async def __aenter__(self) -> Dispatch:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        self.judge_send.close()
+        self.close()
 
-    async def put(self, outcome: Scored) -> None:
-        """Pass one scored sample on."""
+    async def put(self, outcome: Scored, key: str | None = None) -> None:
+        """Pass one scored sample on; ``key``: where its outcome is stored, if final."""
         if isinstance(outcome, JudgeTask):
             self.judge_counts.submitted += 1
             await send(self.judge_send, outcome)
-        else:
-            await self.collect.add(outcome)
+            return
+        if key is not None and (row := final_row(key, outcome)) is not None:
+            await send(self.store_send, row)
+        await self.collect.add(outcome)
 
 
 class ScoreOutlet:
@@ -293,12 +352,12 @@ class ScoreOutlet:
 
     async def __aexit__(self, *exc_info: object) -> None:
         self.score_send.close()
-        self.dispatch.judge_send.close()
+        self.dispatch.close()
 
     async def put(self, completion: Completion) -> None:
         """Score ``completion`` here (inline scoring) or hand it to the score stage."""
         if self.scorer.inline:
-            await self.dispatch.put(await self.scorer.score(completion))
+            await self.dispatch.put(*await self.scorer.score_keyed(completion))
         else:
             await self.score_send.send(completion)
 
@@ -309,4 +368,4 @@ async def score(receive: ObjectReceiveStream[Completion], scorer: Scorer,
     and dispatched to the judge or the collector."""
     async with receive, dispatch:
         async for completion in receive:
-            await dispatch.put(await scorer.score(completion))
+            await dispatch.put(*await scorer.score_keyed(completion))
