@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sqlite3
 
 import anyio
 import pytest
@@ -44,6 +45,10 @@ async def test_planted_keys_appear_in_no_output(tmp_path):
                                          env=env(MODEL_KEY=MODEL_KEY), check=False)
     assert result.returncode == 1  # the bad-request sample failed, and says so
     assert b"HTTP 400" in (tmp_path / "w/details/fake/arith.jsonl").read_bytes()
+    # Stored outcomes are among what is grepped (their keys hash the judge's settings).
+    con = sqlite3.connect(tmp_path / "w/harness.db")
+    assert con.execute("SELECT count(*) FROM outcomes").fetchone()[0] > 0
+    con.close()
     # The config file itself holds the judge key (the user put it there); outputs do not.
     (tmp_path / "cfg.py").unlink()
     assert_nowhere(tmp_path, result.stdout, result.stderr)
