@@ -42,7 +42,6 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -245,19 +244,15 @@ def _encode(fields: list[Any]) -> str | None:
     return _ENCODE(fields) if _plain(fields) else None
 
 
-@dataclass(frozen=True, slots=True)
-class Restored:
-    """A stored outcome rebuilt for its sample: the result, and for a judged sample the
-    rule layer's side (``result``) with the judge messages to combine the verdict with."""
-
-    result: SampleResult
-    #: ``(has_rule, judge messages)`` of a judged sample; ``None`` otherwise.
-    judged: tuple[bool, tuple[dict[str, str], ...]] | None = None
+#: The judge side of a restored judged sample: whether it has a rule layer, and the judge
+#: messages its verdict was asked with.
+Judged = tuple[bool, tuple[dict[str, str], ...]]
 
 
-def restore(completion: Completion, text: str) -> Restored:
+def restore(completion: Completion, text: str) -> tuple[SampleResult, Judged | None]:
     """The result stored as ``text`` for ``completion``'s sample, marked as a rerun
-    marks a stored prediction (``cached``)."""
+    marks a stored prediction (``cached``); for a judged sample it is the rule layer's
+    side, with what ``Judged`` says, for its verdict to be combined with."""
     sample = completion.sample
     fields = json.loads(text)
     status, extracted, reference, correct, error, details, rule_correct, cause = fields[:8]
@@ -265,9 +260,7 @@ def restore(completion: Completion, text: str) -> Restored:
                           sample.messages, completion.text, extracted, reference, correct,
                           error, details, completion.cached, rule_correct=rule_correct,
                           cause=cause)
-    if len(fields) == 8:
-        return Restored(result)
-    return Restored(result, (fields[8], tuple(fields[9])))
+    return result, ((fields[8], tuple(fields[9])) if len(fields) > 8 else None)
 
 
 def final_row(key: str, result: SampleResult) -> OutcomeRow | None:
