@@ -42,7 +42,6 @@ import json
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -143,8 +142,10 @@ def describe(value: Any) -> Any:
     """A JSON value standing for a scoring configuration (raw ``eval_cfg``), for the
     fingerprint; ``NotCacheable`` if some part of it could change unseen.
 
-    harness's own callables stand as their qualified names (their code is in
-    ``source_digest``); any other callable or object is not cacheable. Tuples are told
+    harness's own functions and classes stand as their qualified names (their code is
+    in ``source_digest``), a closure with what it captured (a wrapper the function it
+    wraps, a factory's product what the factory was given); any other callable or
+    object is not cacheable. Tuples are told
     from lists, as a postprocessor may tell them apart. ``judge_cfg`` is left out: its
     key must never be hashed into a stored key, and the resolved judge is fingerprinted
     instead (``scoring_fingerprint``).
@@ -162,9 +163,24 @@ def describe(value: Any) -> Any:
         return [describe(v) for v in value]
     if isinstance(value, tuple):
         return {"tuple": [describe(v) for v in value]}
-    if (inspect.isfunction(value) or inspect.isclass(value)) and _own(value):
+    if inspect.isclass(value) and _own(value):
         return {"harness": f"{value.__module__}.{value.__qualname__}"}
+    if inspect.isfunction(value) and _own(value):
+        named = {"harness": f"{value.__module__}.{value.__qualname__}",
+                 "line": value.__code__.co_firstlineno}
+        if value.__closure__:  # a wrapper's or a factory's: what it was made with counts
+            named["closure"] = [_cell(cell, value) for cell in value.__closure__]
+        return named
     raise NotCacheable(f"{value!r} is not harness's own")
+
+
+def _cell(cell: Any, owner: Any) -> Any:
+    """What a closure of harness captured (``describe``), its own function by name."""
+    try:
+        content = cell.cell_contents
+    except ValueError:  # an empty cell: the closure is not finished being made
+        raise NotCacheable(f"{owner!r} has an empty closure cell") from None
+    return "<itself>" if content is owner else describe(content)
 
 
 def _judge(runner: JudgeRunner) -> dict[str, Any]:
@@ -191,7 +207,7 @@ def scoring_fingerprint(dataset: DatasetSpec, judge: JudgeRunner | None) -> str 
                            output_column=dataset.output_column,
                            eval_cfg=describe(dataset.eval_cfg),
                            judge=_judge(judge) if judge is not None else None)
-    except NotCacheable:
+    except (NotCacheable, RecursionError):  # closures that capture one another
         return None
 
 
@@ -245,19 +261,15 @@ def _encode(fields: list[Any]) -> str | None:
     return _ENCODE(fields) if _plain(fields) else None
 
 
-@dataclass(frozen=True, slots=True)
-class Restored:
-    """A stored outcome rebuilt for its sample: the result, and for a judged sample the
-    rule layer's side (``result``) with the judge messages to combine the verdict with."""
-
-    result: SampleResult
-    #: ``(has_rule, judge messages)`` of a judged sample; ``None`` otherwise.
-    judged: tuple[bool, tuple[dict[str, str], ...]] | None = None
+#: The judge side of a restored judged sample: whether it has a rule layer, and the judge
+#: messages its verdict was asked with.
+Judged = tuple[bool, tuple[dict[str, str], ...]]
 
 
-def restore(completion: Completion, text: str) -> Restored:
+def restore(completion: Completion, text: str) -> tuple[SampleResult, Judged | None]:
     """The result stored as ``text`` for ``completion``'s sample, marked as a rerun
-    marks a stored prediction (``cached``)."""
+    marks a stored prediction (``cached``); for a judged sample it is the rule layer's
+    side, with what ``Judged`` says, for its verdict to be combined with."""
     sample = completion.sample
     fields = json.loads(text)
     status, extracted, reference, correct, error, details, rule_correct, cause = fields[:8]
@@ -265,9 +277,7 @@ def restore(completion: Completion, text: str) -> Restored:
                           sample.messages, completion.text, extracted, reference, correct,
                           error, details, completion.cached, rule_correct=rule_correct,
                           cause=cause)
-    if len(fields) == 8:
-        return Restored(result)
-    return Restored(result, (fields[8], tuple(fields[9])))
+    return result, ((fields[8], tuple(fields[9])) if len(fields) > 8 else None)
 
 
 def final_row(key: str, result: SampleResult) -> OutcomeRow | None:

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from .evaluators.base import BaseEvaluator
     from .metrics.aggregate import MetricSums
 
+#: Bytes of details rows buffered before a write to the file (some hundreds of rows).
+DETAILS_BUFFER = 256 * 1024
+
 #: Distinct causes of pending samples counted per result; the rest are "other causes"
 #: (an evaluator bug can fail every sample in its own words).
 MAX_CAUSES = 20
@@ -102,7 +105,10 @@ class Accumulator:
         """Start a fresh details file (every run rewrites it from all samples)."""
         if self.details_path is not None:
             self.details_path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.details_path.with_suffix(".jsonl.part"), "wb")
+            # A large buffer: each write to the file lets the store's thread take the
+            # GIL, and the event loop then waits to get it back.
+            self._fh = open(self.details_path.with_suffix(".jsonl.part"), "wb",
+                            buffering=DETAILS_BUFFER)
             self._written = 0
 
     def add(self, result: SampleResult) -> None:

@@ -279,7 +279,20 @@ def test_only_harness_callables_are_fingerprinted():
     def wrapper(text):
         return harness.gsm8k_postprocess(text)
 
-    for foreign in (mine, wrapper, len, functools.partial(harness.gsm8k_postprocess)):
+    def factory(tag):
+        def closure(text):
+            return tag
+        return closure
+
+    def as_harness(func):  # made to look defined in harness's own files
+        func.__code__ = func.__code__.replace(co_filename=outcomes.__file__)
+        return func
+
+    # A closure counts with what it captured: two products of one factory differ.
+    assert outcomes.describe(as_harness(factory("x"))) != outcomes.describe(
+        as_harness(factory("y")))
+    for foreign in (mine, wrapper, len, functools.partial(harness.gsm8k_postprocess),
+                    as_harness(factory(object()))):
         with pytest.raises(outcomes.NotCacheable):
             outcomes.describe({"pred_postprocessor": {"type": foreign}})
 
@@ -457,3 +470,19 @@ def test_a_combined_verdict_keeps_every_field_of_the_rule_result():
             assert getattr(result, field.name) == getattr(base, field.name), field.name
     assert (result.correct, result.judge_status, result.judge_correct, result.judge_cached) == (
         True, "ok", True, True)
+
+
+def test_every_shipped_benchmark_is_fingerprinted():
+    """A shipped config whose scoring could not be fingerprinted would be re-scored on
+    every rerun; each one's is (code and PPL datasets have stores of their own)."""
+    from harness.config import load_config
+    from harness.shipped import datasets_dir
+
+    configs = sorted(datasets_dir().glob("*.py"))
+    assert configs
+    for path in configs:
+        for dataset in load_config(path).datasets:
+            outcomes.describe(dataset.eval_cfg)  # raises NotCacheable otherwise
+            judged = "llm_evaluator" in str(dataset.eval_cfg)
+            if not (judged or dataset.ppl or dataset.evaluator.executes):
+                assert outcomes.scoring_fingerprint(dataset, None) is not None, path.name

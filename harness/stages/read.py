@@ -183,17 +183,17 @@ def _restored(completion: Completion, text: str, verdict: VerdictRecord | None,
     it: a rule check for every reply that is not empty, and for a judged sample a
     verdict handed to the judge stage and reused from the store (its runner counts the
     cache hit and combines the verdict, as a verdict lookup does)."""
-    restored = restore(completion, text)
-    if restored.judged is not None and verdict is None:
+    result, judged = restore(completion, text)
+    if judged is not None and verdict is None:
         return None  # the store serves a judged outcome only with its verdict
     if not empty_reply(completion.text):
         progress.rules.done += 1
-    if restored.judged is None or verdict is None:
-        return restored.result
-    has_rule, messages = restored.judged
+    if judged is None or verdict is None:
+        return result
+    has_rule, messages = judged
     counts = progress.judge
     counts.submitted += 1
     counts.done += 1
     counts.reused += 1
-    task = JudgeTask(restored.result, completion.sample.row, None, None, has_rule)
+    task = JudgeTask(result, completion.sample.row, None, None, has_rule)
     return outcomes.runners[completion.sample.dataset].cached(task, verdict, messages)
