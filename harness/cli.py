@@ -162,7 +162,7 @@ def _run(args: argparse.Namespace) -> int:
 
     # This process is ours: collect garbage for throughput (see harness.gc_tuning), and
     # show the library's warnings (a context too small for max_out_len, say).
-    tune_gc()
+    tune_gc(args.concurrency)
     _show_warnings()
     try:
         report = anyio.run(go)

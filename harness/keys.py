@@ -8,40 +8,23 @@ results and a changed template or model re-runs exactly the affected samples.
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Callable, Mapping, Sequence
-from json.encoder import encode_basestring
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .json_encode import encoder
 
-def json_encoder(*, sort_keys: bool,
-                 separators: tuple[str, str] = (",", ":")) -> Callable[[Any], str]:
-    """A reusable JSON encoder (UTF-8 kept as is, anything else as ``str``): the C
-    encoder ``JSONEncoder.encode`` builds on every call, built once, with the arguments
-    ``JSONEncoder.iterencode`` passes it (so the same text), without a new encoder
-    object and a cycle check per call: about a quarter of the cost of a small key. What
-    it encodes is JSON-like data, where a cycle fails either way."""
-    item_separator, key_separator = separators
-    c_make_encoder = getattr(json.encoder, "c_make_encoder", None)  # not in typeshed
-    if c_make_encoder is None:  # a Python without the _json accelerator
-        return json.JSONEncoder(sort_keys=sort_keys, separators=separators,
-                                ensure_ascii=False, default=str).encode
-    encode = c_make_encoder(None, str, encode_basestring, None, key_separator,
-                            item_separator, sort_keys, False, True)
-    return lambda obj: "".join(encode(obj, 0))
-
-
-_ENCODE = json_encoder(sort_keys=True)
+# One encoder for every key (see ``harness.json_encode``).
+_canonical = encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def canonical_json(obj: Any) -> str:
     """Deterministic JSON: sorted keys, no whitespace, UTF-8 kept as is."""
-    return _ENCODE(obj)
+    return _canonical(obj)
 
 
 def content_key(kind: str, **parts: Any) -> str:
     """sha256 hex of ``kind`` and ``parts``; the single place keys are computed."""
-    return hashlib.sha256(canonical_json({"kind": kind, **parts}).encode()).hexdigest()
+    return hashlib.sha256(_canonical({"kind": kind, **parts}).encode()).hexdigest()
 
 
 def request_content(messages: Sequence[Mapping[str, str]], api: str = "chat") -> dict[str, Any]:

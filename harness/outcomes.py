@@ -45,7 +45,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .keys import content_key, json_encoder
+from .json_encode import encoder
+from .keys import content_key
 from .records import Completion, JudgeRequest, OutcomeRow, SampleResult
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ HARNESS_DIR = Path(__file__).resolve().parent
 
 # Keys in the order written (a details row shows them in that order); ``_plain`` lets
 # only values JSON gives back exactly reach it.
-_ENCODE = json_encoder(sort_keys=False)
+_ENCODE = encoder(ensure_ascii=False, separators=(",", ":"))
 
 
 class NotCacheable(Exception):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import pytest
 
 from harness.testing import FakeOpenAI, Fault
 
@@ -143,24 +144,32 @@ async def test_sigkill_midway_then_resume_loses_nothing_and_repeats_only_in_flig
     con.close()
 
 
-def test_run_collects_garbage_less_often_in_its_own_process(tmp_path: Path) -> None:
-    """``harness run`` (and only the CLI) raises the young-generation GC threshold and
-    freezes what was allocated before the run. A config file reports what it sees while
-    the run loads it; this process keeps its own settings."""
+@pytest.mark.parametrize("concurrency", [None, 1000])
+def test_run_collects_garbage_less_often_in_its_own_process(tmp_path: Path,
+                                                            concurrency: int | None) -> None:
+    """``harness run`` (and only the CLI) raises the young-generation GC threshold, the
+    more the more calls it keeps in flight (``-c``), and freezes what was allocated
+    before the run. A config file reports what it sees while the run loads it; this
+    process keeps its own settings."""
     import gc
     import subprocess
 
-    from harness.gc_tuning import YOUNG_THRESHOLD
+    from harness.defaults import CONCURRENCY
+    from harness.gc_tuning import YOUNG_THRESHOLD, young_threshold
 
     cfg = tmp_path / "gc_probe.py"
     cfg.write_text("import gc, sys\n"
                    "print('GC', gc.get_threshold()[0], gc.get_freeze_count() > 0, "
                    "file=sys.stderr)\n"
                    "datasets = []\n")
+    flags = ["-c", str(concurrency)] if concurrency else []
     out = subprocess.run([sys.executable, "-m", "harness", "run", str(cfg), "-q",
-                          "-w", str(tmp_path / "work")], capture_output=True, text=True)
+                          "-w", str(tmp_path / "work"), *flags], capture_output=True, text=True)
     probe = [line.split() for line in out.stderr.splitlines() if line.startswith("GC ")]
-    assert probe == [["GC", str(YOUNG_THRESHOLD), "True"]], out.stderr
+    expected = young_threshold(concurrency or CONCURRENCY)
+    assert probe == [["GC", str(expected), "True"]], out.stderr
+    if concurrency:  # a thousand calls in flight keep more objects alive than the default
+        assert expected > young_threshold(CONCURRENCY)
     assert YOUNG_THRESHOLD > gc.get_threshold()[0]  # importing harness changed nothing
 
 
