@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from .json_encode import encoder
 from .keys import content_key
-from .records import Completion, JudgeRequest, OutcomeRow, SampleResult
+from .records import JudgeRequest, OutcomeRow, Sample, SampleResult
 
 if TYPE_CHECKING:
     from .config import DatasetSpec
@@ -212,15 +212,15 @@ def scoring_fingerprint(dataset: DatasetSpec, judge: JudgeRunner | None) -> str 
         return None
 
 
-def outcome_key(fingerprint: str, completion: Completion) -> str:
-    """The key of one sample's outcome: the scoring fingerprint, the stored prediction
-    (text, finish reason, reasoning), the whole row in order and the replica."""
-    sample = completion.sample
+def outcome_key(fingerprint: str, sample: Sample, text: str | None,
+                finish_reason: str | None, reasoning: str | None) -> str:
+    """The key of one sample's outcome: the scoring fingerprint, the prediction as
+    stored (text, finish reason, reasoning), the whole row in order and the replica."""
     # One list rather than named parts: a first run keys every sample, and a list is a
     # third cheaper to encode than a dict of six sorted keys.
     return content_key("outcome", inputs=[
-        fingerprint, sample.replica, list(sample.row.items()), completion.text,
-        completion.finish_reason, completion.reasoning])
+        fingerprint, sample.replica, list(sample.row.items()), text, finish_reason,
+        reasoning])
 
 
 def _fields(result: SampleResult) -> list[Any]:
@@ -267,17 +267,16 @@ def _encode(fields: list[Any]) -> str | None:
 Judged = tuple[bool, tuple[dict[str, str], ...]]
 
 
-def restore(completion: Completion, text: str) -> tuple[SampleResult, Judged | None]:
-    """The result stored as ``text`` for ``completion``'s sample, marked as a rerun
-    marks a stored prediction (``cached``); for a judged sample it is the rule layer's
-    side, with what ``Judged`` says, for its verdict to be combined with."""
-    sample = completion.sample
+def restore(sample: Sample, prediction: str, text: str) -> tuple[SampleResult, Judged | None]:
+    """The result stored as ``text`` for ``sample`` and its stored ``prediction``,
+    marked as a rerun marks a stored prediction (``cached``); for a judged sample it is
+    the rule layer's side, with what ``Judged`` says, for its verdict to be combined
+    with."""
     fields = json.loads(text)
     status, extracted, reference, correct, error, details, rule_correct, cause = fields[:8]
     result = SampleResult(sample.dataset, sample.model, sample.index, sample.replica, status,
-                          sample.messages, completion.text, extracted, reference, correct,
-                          error, details, completion.cached, rule_correct=rule_correct,
-                          cause=cause)
+                          sample.messages, prediction, extracted, reference, correct, error,
+                          details, True, rule_correct=rule_correct, cause=cause)
     return result, ((fields[8], tuple(fields[9])) if len(fields) > 8 else None)
 
 
@@ -315,9 +314,11 @@ class Outcomes:
             abbr: fp for abbr, spec in datasets.items()
             if (fp := scoring_fingerprint(spec, runners.get(abbr))) is not None}
 
-    def key(self, completion: Completion) -> str | None:
-        """The outcome key of a stored or fresh prediction (``None``: not cacheable)."""
-        fingerprint = self.fingerprints.get(completion.sample.dataset)
-        if fingerprint is None or completion.status != "ok":
+    def key(self, sample: Sample, text: str | None, finish_reason: str | None,
+            reasoning: str | None) -> str | None:
+        """The outcome key of ``sample`` with a stored or fresh prediction (``None``:
+        the dataset is not cacheable)."""
+        fingerprint = self.fingerprints.get(sample.dataset)
+        if fingerprint is None:
             return None
-        return outcome_key(fingerprint, completion)
+        return outcome_key(fingerprint, sample, text, finish_reason, reasoning)

@@ -184,6 +184,16 @@ class StoredPrediction(tuple):
         """The raw model reply."""
         return self[0]
 
+    @property
+    def finish_reason(self) -> str | None:
+        """Why the model stopped (``stop``, ``length`` …)."""
+        return self[1]
+
+    @property
+    def reasoning(self) -> str | None:
+        """What the server sent beside the answer (``reasoning_content``)."""
+        return self[4]
+
 
 class Store:
     """Async access to ``WORK_DIR/harness.db``; use as ``async with Store(work_dir)``."""

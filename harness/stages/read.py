@@ -23,7 +23,7 @@ from ..keys import prediction_key
 from ..outcomes import Outcomes, restore
 from ..progress import Progress
 from ..records import Completion, JudgeTask, ModelSpec, Sample, SampleResult, VerdictRecord
-from ..store import Store
+from ..store import Store, StoredPrediction
 from ..validate import check_row, selected_rows
 from .collect import Collector
 from .generate import Likelihoods
@@ -125,7 +125,8 @@ class _Lookup:
 
     def __init__(self, batch: list[Sample]) -> None:
         self.batch = batch
-        self.completions: list[Completion | None] = []
+        #: Each sample's stored prediction (``None``: none stored).
+        self.stored: list[StoredPrediction | None] = []
         #: Each sample's outcome key (``None``: no stored prediction, or not cacheable).
         self.keys: list[str | None] = []
         self.found: dict[str, tuple[str, VerdictRecord | None]] = {}
@@ -134,12 +135,10 @@ class _Lookup:
     async def run(self, store: Store, outcomes: Outcomes | None) -> None:
         """Look the batch up; ``done`` is set when everything is here."""
         stored = await store.lookup_predictions([s.key for s in self.batch])
-        self.completions = [
-            None if (hit := stored.get(s.key)) is None else
-            Completion(s, "ok", hit[0], hit[1], None, hit[2], hit[3], 0, True, hit[4])
-            for s in self.batch]
-        self.keys = [None if c is None or outcomes is None else outcomes.key(c)
-                     for c in self.completions]
+        self.stored = [stored.get(s.key) for s in self.batch]
+        self.keys = [None if hit is None or outcomes is None else
+                     outcomes.key(s, hit.text, hit.finish_reason, hit.reasoning)
+                     for s, hit in zip(self.batch, self.stored, strict=True)]
         wanted = [key for key in self.keys if key is not None]
         if wanted:
             self.found = await store.lookup_outcomes(wanted)
@@ -157,36 +156,37 @@ async def _route(lookup: _Lookup, predict: bool, model_send: ObjectSendStream[Sa
     """Finish the samples of a looked-up batch that have a stored outcome, send the
     other stored predictions to scoring and the rest to the model."""
     await lookup.done.wait()
-    for i, (sample, completion, key) in enumerate(
-            zip(lookup.batch, lookup.completions, lookup.keys, strict=True)):
+    for i, (sample, hit, key) in enumerate(
+            zip(lookup.batch, lookup.stored, lookup.keys, strict=True)):
         if i % ROUTE_SLICE == ROUTE_SLICE - 1:
             await anyio.lowlevel.checkpoint()
-        if completion is None:
+        if hit is None:
             if not predict:
                 await collect.add(_missing(sample))
             else:
                 await send(model_send, sample)
             continue
         progress.cached += 1
-        hit = lookup.found.get(key) if key is not None else None
-        result = None if hit is None or outcomes is None else _restored(
-            completion, *hit, outcomes, progress)
+        found = lookup.found.get(key) if key is not None else None
+        result = None if found is None or outcomes is None else _restored(
+            sample, hit.text, *found, outcomes, progress)
         if result is not None:
             await collect.add(result)
         else:
-            await outlet.put(completion)
+            await outlet.put(Completion(sample, "ok", hit[0], hit[1], None, hit[2], hit[3],
+                                        0, True, hit[4]))
 
 
-def _restored(completion: Completion, text: str, verdict: VerdictRecord | None,
+def _restored(sample: Sample, prediction: str, text: str, verdict: VerdictRecord | None,
               outcomes: Outcomes, progress: Progress) -> SampleResult | None:
     """One stored outcome as the result scoring would give, counted as scoring counts
     it: a rule check for every reply that is not empty, and for a judged sample a
     verdict handed to the judge stage and reused from the store (its runner counts the
     cache hit and combines the verdict, as a verdict lookup does)."""
-    result, judged = restore(completion, text)
+    result, judged = restore(sample, prediction, text)
     if judged is not None and verdict is None:
         return None  # the store serves a judged outcome only with its verdict
-    if not empty_reply(completion.text):
+    if not empty_reply(prediction):
         progress.rules.done += 1
     if judged is None or verdict is None:
         return result
@@ -195,5 +195,5 @@ def _restored(completion: Completion, text: str, verdict: VerdictRecord | None,
     counts.submitted += 1
     counts.done += 1
     counts.reused += 1
-    task = JudgeTask(result, completion.sample.row, None, None, has_rule)
-    return outcomes.runners[completion.sample.dataset].cached(task, verdict, messages)
+    task = JudgeTask(result, sample.row, None, None, has_rule)
+    return outcomes.runners[sample.dataset].cached(task, verdict, messages)

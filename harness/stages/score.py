@@ -132,7 +132,11 @@ class Scorer:
         return (await self.score_keyed(completion))[0]
 
     def _key(self, completion: Completion) -> str | None:
-        return self.outcomes.key(completion) if self.outcomes is not None else None
+        """The completion's outcome key, where its dataset's outcomes are stored."""
+        if self.outcomes is None or completion.status != "ok":
+            return None
+        return self.outcomes.key(completion.sample, completion.text,
+                                 completion.finish_reason, completion.reasoning)
 
     async def score_keyed(self, completion: Completion) -> tuple[Scored, str | None]:
         """``score``, and the outcome key to store the result under: ``None`` when it is
