@@ -43,24 +43,31 @@ from .summary import ResultSummary
 __all__ = ["Pipeline", "Starter"]
 
 #: Samples looked up in the store per query (predictions, then verdicts): one query per
-#: batch instead of one per sample, small enough to start the first calls at once.
+#: batch instead of one per sample, small enough to start the first calls at once. The
+#: reader's batches grow to the concurrency (up to ``LOOKUP_BATCH_MAX``): more callers
+#: than a batch may finish during one lookup, and a caller that finds no sample waiting
+#: costs more than its call's own handling (a wait in the stream per sample).
 LOOKUP_BATCH = 256
 
-#: Fresh predictions and verdicts committed per store transaction at most: one commit
-#: per batch, and a commit never holds the writer for long.
-WRITE_BATCH = 512
+#: Keys per lookup query at most: SQLite before 3.32 takes 999 parameters per query.
+LOOKUP_BATCH_MAX = 999
 
-#: Samples waiting for a model caller, per caller: a few each, so callers never wait
-#: for the reader and the reader never runs far ahead (``max(4, concurrency // 4)``).
-MODEL_BUFFER_MIN, MODEL_BUFFER_PER_CALLER = 4, 0.25
+#: Fresh predictions and verdicts committed per store transaction at most: one commit
+#: per batch, and a commit never holds the writer for long; at least two per model
+#: caller, so the writer drains what arrives during one commit's round trips.
+WRITE_BATCH, WRITE_BATCH_PER_CALLER = 512, 2
+
+#: Samples waiting for a model caller, per caller: a few each, so the reader stays a
+#: few lookups ahead of the callers (see ``LOOKUP_BATCH``) without running far ahead.
+MODEL_BUFFER_MIN, MODEL_BUFFER_PER_CALLER = 4, 4
 
 #: Completions waiting for a worker process (only with worker pools): the pool keeps
 #: its own queue full, so a short buffer suffices.
 SCORE_BUFFER = 16
 
-#: Fresh completions and verdicts waiting for the store writer: one batch's worth and
-#: more, so callers never wait on a commit in progress.
-STORE_BUFFER = 1024
+#: Fresh completions and verdicts waiting for the store writer: two batches' worth, so
+#: callers never wait on a commit in progress.
+STORE_BUFFER, STORE_BUFFER_PER_CALLER = 1024, 4
 
 #: Samples waiting for the judge. Large enough that a rate-limited judge does not hold
 #: inference back, bounded so memory stays constant whatever the dataset size.
@@ -139,10 +146,13 @@ class Pipeline:
 
     async def _run_stages(self) -> None:
         options, progress = self.options, self.progress
-        model_buffer = max(MODEL_BUFFER_MIN, int(options.concurrency * MODEL_BUFFER_PER_CALLER))
+        concurrency = options.concurrency
+        read_batch = min(max(LOOKUP_BATCH, concurrency), LOOKUP_BATCH_MAX)
+        model_buffer = max(MODEL_BUFFER_MIN, MODEL_BUFFER_PER_CALLER * concurrency)
         model_send, model_recv = memory_stream[Sample](model_buffer)
         score_send, score_recv = memory_stream[Completion](SCORE_BUFFER)
-        store_send, store_recv = memory_stream[StoreWrite](STORE_BUFFER)
+        store_send, store_recv = memory_stream[StoreWrite](
+            max(STORE_BUFFER, STORE_BUFFER_PER_CALLER * concurrency))
         judge_send, judge_recv = memory_stream[JudgeTask](JUDGE_BUFFER)
         ask_send, ask_recv = memory_stream[JudgeRequest](ASK_BUFFER)
         dispatch = Dispatch(judge_send, self.collector, progress.judge)
@@ -151,7 +161,7 @@ class Pipeline:
         async with anyio.create_task_group() as tg:
             self.scorer.start(tg)
             tg.start_soon(read, [(m, d) for m, d in self.pairs], options.limit, self.store,
-                          options.mode != "eval", LOOKUP_BATCH, model_send, outlet.clone(),
+                          options.mode != "eval", read_batch, model_send, outlet.clone(),
                           self.collector, progress, self.likelihoods)
             for _ in range(callers):
                 tg.start_soon(generate, model_recv.clone(), self.clients, store_send.clone(),
@@ -164,7 +174,8 @@ class Pipeline:
             for _ in range(self.judges.concurrency):
                 tg.start_soon(judge_ask, ask_recv.clone(), self.judges, store_send.clone(),
                               self.collector, progress.judge)
-            tg.start_soon(write_store, store_recv, self.store, WRITE_BATCH)
+            tg.start_soon(write_store, store_recv, self.store,
+                          max(WRITE_BATCH, WRITE_BATCH_PER_CALLER * concurrency))
             for stream in (model_recv, score_send, score_recv, store_send, judge_send,
                            judge_recv, ask_send, ask_recv):
                 stream.close()
