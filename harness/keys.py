@@ -8,24 +8,23 @@ results and a changed template or model re-runs exactly the affected samples.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-# One encoder for every key: ``json.dumps`` with non-default options builds a new
-# encoder per call, which costs more than encoding a small key.
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                              default=str)
+from .json_encode import encoder
+
+# One encoder for every key (see ``harness.json_encode``).
+_canonical = encoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def canonical_json(obj: Any) -> str:
     """Deterministic JSON: sorted keys, no whitespace, UTF-8 kept as is."""
-    return _CANONICAL.encode(obj)
+    return _canonical(obj)
 
 
 def content_key(kind: str, **parts: Any) -> str:
     """sha256 hex of ``kind`` and ``parts``; the single place keys are computed."""
-    return hashlib.sha256(canonical_json({"kind": kind, **parts}).encode()).hexdigest()
+    return hashlib.sha256(_canonical({"kind": kind, **parts}).encode()).hexdigest()
 
 
 def request_content(messages: Sequence[Mapping[str, str]], api: str = "chat") -> dict[str, Any]:

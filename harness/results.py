@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from .json_encode import encoder
 from .records import (
     INFER_PENDING_STATUSES,
     NO_ANSWER_STATUSES,
@@ -37,14 +38,14 @@ if TYPE_CHECKING:
 #: (an evaluator bug can fail every sample in its own words).
 MAX_CAUSES = 20
 
-# Built once: ``json.dumps`` with options makes a new encoder for every details row.
-_DETAILS_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
+# Built once (see ``harness.json_encode``): one details row per sample.
+_details_json = encoder(ensure_ascii=False, default=str)
 
 
 def details_line(row: Mapping[str, Any]) -> str:
     """One details-JSONL line. U+2028/U+2029 are escaped: valid JSON either way, but
     ``str.splitlines()`` (and JavaScript before ES2019) reads them as line breaks."""
-    text = _DETAILS_JSON.encode(row)
+    text = _details_json(row)
     if "\u2028" in text or "\u2029" in text:
         text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return text

@@ -8,7 +8,6 @@ the same HTTP exchange for about a third of the CPU.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +18,11 @@ from ..errors import (
     TransportError,
     TransportTimeout,
 )
+from ..json_encode import encoder
 from .base import CONNECT_TIMEOUT, connection_error, decoded, exception_chain
+
+# ``json.dumps``, built once (see ``harness.json_encode``): one body per request.
+_body_json = encoder()
 
 
 class AiohttpTransport:
@@ -37,7 +40,7 @@ class AiohttpTransport:
 
     async def post(self, path: str, body: Mapping[str, Any]) -> Any:
         """POST ``body`` to ``path``; the reply's JSON, or a ``TransportError``."""
-        return await self._send("POST", path, json.dumps(body).encode())
+        return await self._send("POST", path, _body_json(body).encode())
 
     async def get(self, path: str) -> Any:
         """GET ``path`` (e.g. ``/models``) as JSON, or a ``TransportError``."""
