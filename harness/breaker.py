@@ -97,8 +97,9 @@ class CircuitBreaker:
 
     def success(self) -> None:
         """An attempt got a usable reply: the endpoint is up."""
-        self._streak, self._timeouts, self._since = 0, 0, None
-        self._requests.clear()
+        if self._since is not None:  # else nothing failed since the last usable reply
+            self._streak, self._timeouts, self._since = 0, 0, None
+            self._requests.clear()
 
     async def failure(self, kind: str, cause: str, request: object = None) -> None:
         """An attempt at ``request`` (a JSON-able body, for telling requests apart) failed

@@ -202,10 +202,41 @@ class RetryPolicy:
         A failure for good raises ``ModelCallError`` (or ``PermanentModelError`` for
         auth/not-found errors) with the attempt count, translated from the transport error.
         """
-
-        tries = 0
-        failed: dict[str, int] = {}  # failures of this call, by kind
         started = time.monotonic()
+        # Most calls succeed at once: their one attempt runs here, and only a failed one
+        # (or an open breaker, whose error ``_retry`` raises) pays for the retry state.
+        if breaker is None or not breaker.open:
+            stats.requests += 1
+            try:
+                result = await attempt()
+            except Exception as exc:
+                return await self._retry(attempt, stats, describe, breaker, request, pacer,
+                                         started, exc)
+            if breaker is not None:
+                breaker.success()
+            return result, 1
+        return await self._retry(attempt, stats, describe, breaker, request, pacer, started,
+                                 None)
+
+    async def _retry(self, attempt: Callable[[], Awaitable[T]], stats: CallStats,
+                     describe: str, breaker: CircuitBreaker | None, request: object,
+                     pacer: RateLimiter | None, started: float,
+                     first: Exception | None) -> tuple[T, int]:
+        """``call`` once its first attempt failed with ``first`` (``None``: none was made,
+        the breaker being open): the failure counted, then retried or raised for good."""
+        tries = 0 if first is None else 1
+        failed: dict[str, int] = {}  # failures of this call, by kind
+
+        async def failure(exc: Exception) -> None:
+            info = classify(exc)
+            kind = info.kind
+            if pacer is not None and kind == "rate_limit":
+                pacer.pause(self.rate_limit_pause(info))
+            stats.count(kind)
+            failed[kind] = failed.get(kind, 0) + 1
+            if breaker is not None:
+                await breaker.failure(kind, failure_cause(exc), request)
+                breaker.check()  # opened by this failure: the run stops, whatever it was
 
         async def counted() -> T:
             nonlocal tries
@@ -216,15 +247,7 @@ class RetryPolicy:
             try:
                 result = await attempt()
             except Exception as exc:
-                info = classify(exc)
-                kind = info.kind
-                if pacer is not None and kind == "rate_limit":
-                    pacer.pause(self.rate_limit_pause(info))
-                stats.count(kind)
-                failed[kind] = failed.get(kind, 0) + 1
-                if breaker is not None:
-                    await breaker.failure(kind, failure_cause(exc), request)
-                    breaker.check()  # opened by this failure: the run stops, whatever it was
+                await failure(exc)
                 raise
             if breaker is not None:
                 breaker.success()
@@ -241,10 +264,11 @@ class RetryPolicy:
                                                                     self.max_attempts))
 
         try:
-            # Most calls succeed at once: only a failure pays for building the
-            # tenacity machinery (profiled: ~10% of the event loop at high throughput).
             try:
-                return await counted(), tries
+                if first is None:
+                    return await counted(), tries
+                await failure(first)
+                raise first
             except Exception as exc:
                 if not retryable(exc):
                     raise
