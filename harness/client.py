@@ -11,7 +11,7 @@ every generation parameter goes into the body as given, so server-specific field
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from .breaker import BreakerPolicy, CircuitBreaker
@@ -151,8 +151,8 @@ class ModelClient:
             result, tries = exc.__cause__.result, exc.attempts
         self.stats.prompt_tokens += result.prompt_tokens
         self.stats.completion_tokens += result.completion_tokens
-        return CallResult(result.text, result.finish_reason, result.prompt_tokens,
-                          result.completion_tokens, tries, result.logprobs, result.reasoning)
+        # A reply is read as the answer to one attempt: most calls made just one.
+        return result if result.attempts == tries else replace(result, attempts=tries)
 
     async def post_json(self, body: Mapping[str, Any], path: str,
                         read: Callable[[Any], Any] = lambda data: data) -> tuple[Any, int]:
@@ -278,8 +278,8 @@ class EmptyReply(UsableReply):
 
 
 def _read(data: Any, max_tokens: int | None) -> CallResult:
-    """The usable parts of a chat or text completion; ``BadResponse`` for anything
-    malformed, ``UsableReply`` for one worth asking again."""
+    """The usable parts of a chat or text completion, as the answer to one attempt;
+    ``BadResponse`` for anything malformed, ``UsableReply`` for one worth asking again."""
     choices = data.get("choices") if isinstance(data, dict) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         error = data.get("error") if isinstance(data, dict) else None
@@ -303,7 +303,7 @@ def _read(data: Any, max_tokens: int | None) -> CallResult:
         usage = data.get("usage") or {}
         result = CallResult(text, choice.get("finish_reason"),
                             int(usage.get("prompt_tokens") or 0),
-                            int(usage.get("completion_tokens") or 0), 0, _logprobs(choice),
+                            int(usage.get("completion_tokens") or 0), 1, _logprobs(choice),
                             reasoning or None)
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise BadResponse(f"malformed usage or logprobs: {exc!r}") from exc
