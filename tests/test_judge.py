@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import pytest
 
 import harness
 from harness.errors import ConfigError
-from harness.testing import FakeOpenAI, Fault, Reply
+from harness.testing import FakeOpenAI, Fault, MockTransport, Reply
+from harness.transport import TRANSPORTS
 
 from .helpers import (
     JUDGE_TEMPLATE,
@@ -384,3 +386,41 @@ def test_judge_without_a_key_does_not_borrow_the_models_key():
     spec = judge_spec({"path": "j", "openai_api_base": "http://judge/v1"},
                       env={"OPENAI_API_KEY": "sk-model-key", "HARNESS_API_KEY": "sk-other"})
     assert spec.model.api_key == ""
+
+
+
+async def test_each_judge_endpoint_gets_at_most_its_concurrency(data, tmp_path, monkeypatch):
+    # Two datasets, two judge endpoints: one allows 2 calls at once, the other 6. The
+    # judge callers are as many as the larger allows, so the smaller one must hold them
+    # to 2 itself: its transport here (unlike harness's own) does not cap connections.
+    in_flight: dict[str, int] = {}
+    peak: dict[str, int] = {}
+
+    def uncapped(spec, concurrency):
+        async def handler(request):
+            url = spec.base_url
+            in_flight[url] = in_flight.get(url, 0) + 1
+            peak[url] = max(peak.get(url, 0), in_flight[url])
+            await anyio.sleep(0.02)
+            in_flight[url] -= 1
+            return {"choices": [{"message": {"role": "assistant", "content": "A"},
+                                 "finish_reason": "stop"}]}
+        return MockTransport(handler)
+
+    monkeypatch.setitem(TRANSPORTS._items, "uncapped", uncapped)
+    narrow, wide = "http://127.0.0.1:9/narrow/v1", "http://127.0.0.1:9/wide/v1"
+    async with FakeOpenAI(responder=model_and_judge) as model:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, model.base_url, mode="judge",
+                                 judge={"concurrency": 2, "transport": "uncapped"},
+                                 judge_url=narrow)
+        with cfg.open("a") as f:
+            f.write("import copy\n"
+                    "wide = copy.deepcopy(datasets[0])\n"
+                    "wide['abbr'] = 'arith-wide'\n"
+                    "wide['eval_cfg']['evaluator']['judge_cfg'].update(\n"
+                    f"    openai_api_base={wide!r}, concurrency=6)\n"
+                    "datasets.append(wide)\n")
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert peak == {narrow: 2, wide: 6}
+    assert report.result("arith")["judge_stats"]["requests"] == N
+    assert report.result("arith-wide")["judge_stats"]["requests"] == N

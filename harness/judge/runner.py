@@ -40,14 +40,16 @@ class JudgeEndpoint:
     """A judge endpoint shared by every dataset that uses it: one client, one pacer.
 
     ``transport`` sends its requests (by default the one its ``transport`` setting names),
-    as for a model's ``ModelClient``.
+    as for a model's ``ModelClient``. ``limit_slots=False`` skips holding one of its
+    ``spec.concurrency`` slots per attempt, for callers that never outnumber them.
     """
 
     def __init__(self, spec: JudgeSpec, breaker: BreakerPolicy = BreakerPolicy(),
-                 transport: Transport | None = None) -> None:
+                 transport: Transport | None = None, limit_slots: bool = True) -> None:
         self.spec = spec
         self.client = ModelClient(spec.model, concurrency=spec.concurrency, role="judge",
-                                  breaker=breaker, transport=transport)
+                                  breaker=breaker, transport=transport,
+                                  limit_slots=limit_slots)
         self.limiter = self.client.limiter
         self.counters = JudgeCounters()
         self.name = f"{spec.model.model}@{spec.model.identity()['endpoint']}"

@@ -31,6 +31,7 @@ from ..records import JudgeRequest, JudgeTask, SampleResult, StoreWrite
 from ..store import Store
 from .collect import Collector
 from .streams import drain, send
+from .streams import receive as next_item
 
 #: Per dataset: whether it has a rule layer, its judge (if any), and whether the judge
 #: sees every sample (``harness.evaluators.llm.judge_plan``).
@@ -53,18 +54,24 @@ class Judges:
         #: dataset abbr → its runner.
         self.runners: dict[str, JudgeRunner] = {}
         self.endpoints: dict[str, JudgeEndpoint] = {}
-        for i, (abbr, (_, judge, _)) in enumerate(plans.items()):
-            if judge is None:
-                continue
-            spec = judge_spec(self._judge_cfg(judge.judge_cfg),
-                              f"datasets[{i}].eval_cfg.evaluator.judge_cfg")
+        specs = {abbr: judge_spec(self._judge_cfg(judge.judge_cfg),
+                                  f"datasets[{i}].eval_cfg.evaluator.judge_cfg")
+                 for i, (abbr, (_, judge, _)) in enumerate(plans.items()) if judge is not None}
+        # One ``judge_ask`` task per slot of the largest endpoint: an endpoint with as
+        # many slots as there are tasks can never be asked more, so only a smaller one
+        # holds a slot per attempt (a slot costs two trips round the event loop).
+        tasks = max((spec.concurrency for spec in specs.values()), default=0)
+        for abbr, spec in specs.items():
+            judge = plans[abbr][1]
+            assert judge is not None
             # Datasets share a client and a pacer only for the same endpoint, key and
             # limits; each runner keeps its own generation and re-ask settings. (The
             # key is part of an in-memory dict key only, never stored.)
             ident = content_key("endpoint", id=spec.model.identity(), key=spec.model.api_key,
                                 rpm=spec.rpm, tpm=spec.tpm, concurrency=spec.concurrency)
             if ident not in self.endpoints:
-                self.endpoints[ident] = JudgeEndpoint(spec, breaker)
+                self.endpoints[ident] = JudgeEndpoint(spec, breaker,
+                                                      limit_slots=spec.concurrency < tasks)
                 progress.judge.calls.append(self.endpoints[ident].client.stats)
             self.runners[abbr] = JudgeRunner(judge, self.endpoints[ident], store, spec)
 
@@ -126,7 +133,7 @@ async def judge_lookup(receive: ObjectReceiveStream[JudgeTask], judges: Judges, 
                     await _finish(request, runner.cached(request.task, verdict,
                                                          request.messages), store_send, collect)
                 else:
-                    await ask_send.send(request)
+                    await send(ask_send, request)
 
 
 async def judge_ask(receive: ObjectReceiveStream[JudgeRequest], judges: Judges,
@@ -134,7 +141,7 @@ async def judge_ask(receive: ObjectReceiveStream[JudgeRequest], judges: Judges,
                     counts: StageCounts) -> None:
     """Ask the judge about each request; the verdict to the store, the result on."""
     async with receive, store_send:
-        async for request in receive:
+        while (request := await next_item(receive)) is not None:
             runner = judges.runners[request.task.result.dataset]
             counts.in_flight += 1
             try:
@@ -143,5 +150,5 @@ async def judge_ask(receive: ObjectReceiveStream[JudgeRequest], judges: Judges,
                 counts.in_flight -= 1
             counts.done += 1
             counts.failed += result.judge_status == "error"
-            await store_send.send(fresh)
+            await send(store_send, fresh)
             await _finish(request, result, store_send, collect)
