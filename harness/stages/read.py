@@ -145,8 +145,9 @@ class _Lookup:
         self.done.set()
 
 
-#: Samples routed between two checkpoints: the next batch's lookup (a task) needs the
-#: event loop between its two queries, and routing stored outcomes never waits.
+#: Samples finished or sent to scoring between two checkpoints: the next batch's lookup
+#: (a task) needs the event loop between its two queries, and routing stored outcomes
+#: never waits.
 ROUTE_SLICE = 64
 
 
@@ -156,15 +157,21 @@ async def _route(lookup: _Lookup, predict: bool, model_send: ObjectSendStream[Sa
     """Finish the samples of a looked-up batch that have a stored outcome, send the
     other stored predictions to scoring and the rest to the model."""
     await lookup.done.wait()
-    for i, (sample, hit, key) in enumerate(
-            zip(lookup.batch, lookup.stored, lookup.keys, strict=True)):
-        if i % ROUTE_SLICE == ROUTE_SLICE - 1:
+    unyielded = 0
+    for sample, hit, key in zip(lookup.batch, lookup.stored, lookup.keys, strict=True):
+        if hit is None and predict:
+            # No checkpoint of its own: a full stream waits here, and while it has room
+            # the whole batch goes at once. One slice per turn round the event loop fed
+            # the callers less than they finish per turn at a high concurrency, and
+            # every caller that found the stream empty paid for waiting on it.
+            await send(model_send, sample)
+            continue
+        unyielded += 1
+        if unyielded == ROUTE_SLICE:
+            unyielded = 0
             await anyio.lowlevel.checkpoint()
         if hit is None:
-            if not predict:
-                await collect.add(_missing(sample))
-            else:
-                await send(model_send, sample)
+            await collect.add(_missing(sample))
             continue
         progress.cached += 1
         found = lookup.found.get(key) if key is not None else None
