@@ -129,7 +129,10 @@ async def open_run(config: str | Path | RunConfig | None = None,
     run_config = _load(config, datasets, models)
     specs = resolve_models(run_config.models, options.overrides)
     rows = {d.abbr: validate_dataset(d, limit).rows * d.n for d in run_config.datasets}
-    if mode != "infer":  # scoring needs what the evaluators need (a code sandbox)
+    # A run that predicts and scores needs what the evaluators need (a code sandbox)
+    # before its first request. ``--mode eval`` sends none, so it finds out per sample:
+    # a stored execution scores without a sandbox, the others are sandbox errors.
+    if mode == "all":
         for dataset in run_config.datasets:
             if dataset.evaluator is not None:
                 dataset.evaluator.check_ready()

@@ -156,9 +156,11 @@ async def test_a_code_rule_layer_in_a_cascade_runs_its_programs_and_judges_the_f
 
 async def test_without_bwrap_infer_predicts_and_scoring_is_refused_before_any_request(
         tmp_path, monkeypatch):
-    """Predicting a code benchmark needs no sandbox (score elsewhere, later); scoring
-    without one is refused before a single request, and once bwrap is back the stored
-    predictions are scored with zero model requests."""
+    """Predicting a code benchmark needs no sandbox (score elsewhere, later); a run that
+    would predict and score without one is refused before a single request; scoring
+    stored predictions without one leaves them pending as sandbox errors; once bwrap is
+    back they are scored with zero model requests, and from then on the stored
+    executions score them again without a sandbox."""
     from harness.sandbox import SandboxUnavailable, check_bwrap
     from harness.sandbox import run as run_module
 
@@ -177,12 +179,28 @@ async def test_without_bwrap_infer_predicts_and_scoring_is_refused_before_any_re
                                             limit=4)
             assert len(srv.requests) == 4
             assert report.summaries[0]["counts"] == {"ok": 4}
+            # Scoring without a sandbox: nothing is executed, nothing is scored wrong.
+            unscored = await harness.evaluate(DATASETS / "humaneval.py", mode="eval",
+                                              work_dir=tmp_path / "w", models=_model(srv),
+                                              limit=4)
+            summary = unscored.summaries[0]
+            assert summary["counts"] == {"sandbox_error": 4} and summary["scored"] == 0
+            assert unscored.failed == 4 and not unscored.complete
             monkeypatch.setenv("PATH", real_path)
             check_bwrap.cache_clear()
             scored = await harness.evaluate(DATASETS / "humaneval.py", mode="eval",
                                             work_dir=tmp_path / "w", models=_model(srv),
                                             limit=4)
             assert len(srv.requests) == 4  # none more
-        assert (scored.summaries[0]["correct"], scored.summaries[0]["total"]) == (2, 4)
+            assert (scored.summaries[0]["correct"], scored.summaries[0]["total"]) == (2, 4)
+            # Re-scoring where there is no sandbox again: every execution is stored.
+            monkeypatch.setenv("PATH", str(tmp_path))
+            check_bwrap.cache_clear()
+            rescored = await harness.evaluate(DATASETS / "humaneval.py", mode="eval",
+                                              work_dir=tmp_path / "w", models=_model(srv),
+                                              limit=4)
+            assert len(srv.requests) == 4
+        assert rescored.summaries[0]["counts"] == {"ok": 4}
+        assert (rescored.summaries[0]["correct"], rescored.summaries[0]["total"]) == (2, 4)
     finally:
         check_bwrap.cache_clear()

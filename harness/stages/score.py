@@ -45,6 +45,7 @@ from ..records import (
     SampleStatus,
     StoreWrite,
 )
+from ..sandbox import SandboxUnavailable
 from ..workers import WorkerPool, WorkerTimeout
 from .collect import Collector
 from .streams import send
@@ -250,8 +251,12 @@ class Scorer:
             return result("extract_failed", extracted, reference, False), True
         reproducible = True
         if evaluator.executes:
-            detail = await evaluator.ascore_sample(extracted, reference, dict(row),
-                                                   self.executions)
+            try:
+                detail = await evaluator.ascore_sample(extracted, reference, dict(row),
+                                                       self.executions)
+            except SandboxUnavailable as exc:  # --mode eval: only a new execution needs it
+                return result("sandbox_error", extracted, reference, None, str(exc),
+                              cause="no code sandbox on this machine"), False
             if detail.get("outcome") == "sandbox_error":
                 return result("sandbox_error", detail.get("pred"), reference, None,
                               detail.get("reason"), cause="the code sandbox failed"), False
