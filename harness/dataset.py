@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DatasetError
+from .json_encode import loads
 
 _RANGE = re.compile(r"^\s*\[?\s*(\d*)\s*:\s*(\d*)\s*\]?\s*$")
 
@@ -53,7 +54,7 @@ class CustomDataset:
                 if not text.strip():
                     continue
                 try:
-                    row = json.loads(text)
+                    row = loads(text)
                 except json.JSONDecodeError as exc:
                     raise DatasetError(f"malformed JSON: {exc.msg} at column {exc.colno}",
                                        path=str(self.path), line=line_no) from exc

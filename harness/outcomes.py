@@ -38,14 +38,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import inspect
-import json
 import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .json_encode import encoder
+from .json_encode import encoder, loads
 from .keys import content_key
 from .records import JudgeRequest, OutcomeRow, Sample, SampleResult
 
@@ -272,7 +271,7 @@ def restore(sample: Sample, prediction: str, text: str) -> tuple[SampleResult, J
     marked as a rerun marks a stored prediction (``cached``); for a judged sample it is
     the rule layer's side, with what ``Judged`` says, for its verdict to be combined
     with."""
-    fields = json.loads(text)
+    fields = loads(text)
     status, extracted, reference, correct, error, details, rule_correct, cause = fields[:8]
     result = SampleResult(sample.dataset, sample.model, sample.index, sample.replica, status,
                           sample.messages, prediction, extracted, reference, correct, error,

@@ -9,6 +9,7 @@ results arrive and put in sample order at the end (only offsets are kept to do t
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -43,6 +44,11 @@ MAX_CAUSES = 20
 
 # Built once (see ``harness.json_encode``): one details row per sample.
 _details_json = encoder(ensure_ascii=False, default=str)
+
+
+def _in_order(offsets: list[tuple[int, int, int, int]]) -> bool:
+    """Whether the rows at ``offsets`` were written in (index, replica) order."""
+    return all(a[:2] < b[:2] for a, b in itertools.pairwise(offsets))
 
 
 def details_line(row: Mapping[str, Any]) -> str:
@@ -167,12 +173,17 @@ class Accumulator:
                     raise
                 # A full disk failing the last flush of a file being discarded anyway.
             if keep:
-                self._offsets.sort()
-                with open(part, "rb") as src, open(tmp, "wb") as dst:
-                    for _, _, offset, size in self._offsets:
-                        src.seek(offset)
-                        dst.write(src.read(size))
-                os.replace(tmp, self.details_path)
+                # Rows arrive in order when nothing overtakes (a rerun served from the
+                # store): then the file is already what the copy would write.
+                finished = part
+                if not _in_order(self._offsets):
+                    self._offsets.sort()
+                    with open(part, "rb") as src, open(tmp, "wb") as dst:
+                        for _, _, offset, size in self._offsets:
+                            src.seek(offset)
+                            dst.write(src.read(size))
+                    finished = tmp
+                os.replace(finished, self.details_path)
         finally:
             # Never a half-written file left behind, whatever failed.
             part.unlink(missing_ok=True)

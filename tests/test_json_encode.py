@@ -56,3 +56,26 @@ def test_an_encoder_is_reusable_after_an_object_it_cannot_encode() -> None:
 
 def test_canonical_json_sorts_keys_and_drops_whitespace() -> None:
     assert canonical_json({"b": [1, 2], "a": "é"}) == '{"a":"é","b":[1,2]}'
+
+
+TEXTS = ['{"question": "2+2?", "answer": "#### 4"}', '{"a": 1}\n', '{"a": 1}\r\n',
+         ' {"a": 1}', '{"a": 1} trailing', '{"a": 1}\x0b', '{"a": 1}{"b": 2}', "", "  \n",
+         "NaN", "[1, 2", '"\\ud800"', "1e400", '["é", {"k": [null, true, -0.0]}]  ',
+         '{"a": "unterminated']
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_loads_gives_json_loads_value_or_its_error(text):
+    """Dataset rows and stored outcomes are read with ``loads``: a malformed row must be
+    reported with json's own message and column, and a valid one read the same."""
+    from harness.json_encode import loads
+
+    try:
+        expected: Any = ("value", json.loads(text))
+    except json.JSONDecodeError as exc:
+        expected = ("error", exc.msg, exc.pos)
+    try:
+        got: Any = ("value", loads(text))
+    except json.JSONDecodeError as exc:
+        got = ("error", exc.msg, exc.pos)
+    assert repr(got) == repr(expected)

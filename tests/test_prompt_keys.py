@@ -71,3 +71,31 @@ def test_canonical_json_is_what_the_json_module_writes():
                        gen={"max_tokens": 8}, replica=0,
                        messages=[{"role": "user", "content": "2+2?"}]) == (
         "4cb732ffaab32dd572675a26d3905fcb930b6fbc42a61791c9a80175aec525db")
+
+
+def test_prediction_key_is_the_key_stored_predictions_were_kept_under():
+    """The per-dataset key template must give the keys earlier versions stored."""
+    assert _key(messages=[{"role": "user", "content": "2+2?"}]) == (
+        "4cb732ffaab32dd572675a26d3905fcb930b6fbc42a61791c9a80175aec525db")
+
+
+def test_key_template_gives_content_key_byte_for_byte():
+    from harness.keys import KeyTemplate, content_key, request_content
+
+    shared = {"model": {"endpoint": "http://h/v1", "model": "m"},
+              "gen": {"temperature": 0.0, "max_tokens": 8, "stop": ["\n\n", "é"]}}
+    template = KeyTemplate("prediction", ("messages", "replica"), **shared)
+    for messages in ([{"role": "user", "content": "é\u2028\x00\"\\ {answer}"}],
+                     [{"role": "system", "content": ""}, {"role": "user", "content": "q"}]):
+        for replica in (0, 7):
+            assert template(messages, replica) == content_key(
+                "prediction", messages=messages, replica=replica, **shared)
+    # Varying parts named out of sorted order land where sorting puts them.
+    zeta_first = KeyTemplate("x", ("zeta", "alpha"), mid={"b": 1, "a": 2})
+    assert zeta_first([3], {"k": None}) == content_key(
+        "x", zeta=[3], alpha={"k": None}, mid={"b": 1, "a": 2})
+    completions = {"identity": shared["model"], "gen_params": shared["gen"], "api": "completions"}
+    messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "q"}]
+    assert prediction_key(messages=messages, replica=2, **completions) == content_key(
+        "prediction", model=shared["model"], gen=shared["gen"], replica=2,
+        **request_content(messages, "completions"))

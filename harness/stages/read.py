@@ -19,7 +19,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 from ..config import DatasetSpec
-from ..keys import prediction_key
+from ..keys import prediction_keys
 from ..outcomes import Outcomes, restore
 from ..progress import Progress
 from ..records import Completion, JudgeTask, ModelSpec, Sample, SampleResult, VerdictRecord
@@ -34,15 +34,15 @@ from .streams import send
 def samples(model: ModelSpec, dataset: DatasetSpec, limit: int | None) -> Iterator[Sample]:
     """The samples of ``dataset`` for ``model``: each selected row, rendered, per replica."""
     gen_params = {**model.gen_params, **dataset.gen_params}
-    identity = model.identity()
     api = endpoint_api(model, dataset)
+    key_of = prediction_keys(model.identity(), gen_params, api)
     for index, line, row in selected_rows(dataset, limit):
         check_row(dataset, row, line)  # validated before the run; the file may change
         values = {column: row[column] for column in dataset.input_columns}
         messages = dataset.template.render(values)
         reference = row.get(dataset.output_column) if dataset.output_column else None
         for replica in range(dataset.n):
-            key = prediction_key(identity, messages, gen_params, replica, api)
+            key = key_of(messages, replica)
             yield Sample(dataset.abbr, model.abbr, index, replica, row, reference,
                          messages, key, gen_params, api)
 
