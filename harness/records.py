@@ -1,7 +1,8 @@
 """Typed records that flow between pipeline stages.
 
-Every stage receives one small frozen record and emits the next; a per-sample failure is
-a ``status`` on the record, never an exception that ends the run::
+Every stage receives one small frozen record and emits the next (the per-sample ones are
+``harness.frozen.record``s: frozen for the type checker, cheap to build); a per-sample
+failure is a ``status`` on the record, never an exception that ends the run::
 
     Sample ─▶ Completion ─▶ SampleResult ──────────────────────────▶ (collected)
     (row +     (model reply    (extracted answer, rule verdict, status)
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import defaults
+from .frozen import record
 
 #: Which endpoint a model is called on: ``chat`` (``/chat/completions``, messages),
 #: ``completions`` (``/completions``, a text prompt) or ``auto`` (completions for a
@@ -109,7 +111,7 @@ class ModelSpec:
         return {"endpoint": endpoint, "model": self.model}
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Sample:
     """One dataset row, rendered for one model and one replica.
 
@@ -130,7 +132,7 @@ class Sample:
     api: Literal["chat", "completions"] = "chat"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Completion:
     """The outcome of one model call (or its stored copy) for one sample.
 
@@ -154,7 +156,7 @@ class Completion:
     details: Mapping[str, Any] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class VerdictRecord:
     """One judge verdict as stored: keyed by everything that can change it."""
 
@@ -176,7 +178,7 @@ class VerdictRecord:
     cause: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class SampleResult:
     """Everything known about one scored (or failed) sample; one details row.
 
@@ -215,7 +217,7 @@ class SampleResult:
         return row
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class JudgeTask:
     """A sample on its way to the judge, with the rule layer's result (if any)."""
 
@@ -229,7 +231,7 @@ class JudgeTask:
     outcome_key: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class JudgeRequest:
     """A judge task no stored verdict answers: its rendered judge messages and the
     verdict key they make, sent from the verdict lookup to the judge callers."""
@@ -239,7 +241,7 @@ class JudgeRequest:
     key: str
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class OutcomeRow:
     """One final sample outcome to store (``harness.outcomes``): its key, the encoded
     result and, for a judged sample, the key of the verdict it combines with."""
