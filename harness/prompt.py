@@ -34,15 +34,22 @@ _ROLE_MAP = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system",
 
 def fill(template: str, values: Mapping[str, Any]) -> str:
     """Replace each ``{name}`` that has a value in ``values``; leave the rest as written."""
+    return _fill(PLACEHOLDER.split(template), values)
 
-    def sub(match: re.Match[str]) -> str:
-        name = match.group(1)
+
+def _fill(pieces: Sequence[str], values: Mapping[str, Any]) -> str:
+    """``fill`` of a template split by ``PLACEHOLDER`` (text, name, text, …, text): split
+    once per template, filled once per sample."""
+    out = [pieces[0]]
+    for i in range(1, len(pieces), 2):
+        name = pieces[i]
         if name in values:
             value = values[name]
-            return "" if value is None else str(value)
-        return match.group(0)
-
-    return PLACEHOLDER.sub(sub, template)
+            out.append("" if value is None else str(value))
+        else:
+            out.append("{" + name + "}")
+        out.append(pieces[i + 1])
+    return "".join(out)
 
 
 def as_text(messages: Sequence[Mapping[str, str]]) -> str:
@@ -63,10 +70,21 @@ class RawPromptTemplate:
         if not any(m["content"].strip() for m in self.messages):
             raise ValueError("the prompt is empty: every message's content is blank")
 
+    @property
+    def messages(self) -> Messages:
+        """The chat messages as written, placeholders and all."""
+        return self._messages
+
+    @messages.setter
+    def messages(self, messages: Messages) -> None:
+        self._messages = messages
+        # Split once here, not per sample: rendering only joins the pieces.
+        self._pieces = tuple((m["role"], PLACEHOLDER.split(m["content"])) for m in messages)
+
     def render(self, values: Mapping[str, Any]) -> Messages:
         """The messages with placeholders filled from ``values`` (one pass)."""
-        return tuple({"role": m["role"], "content": fill(m["content"], values)}
-                     for m in self.messages)
+        return tuple({"role": role, "content": _fill(pieces, values)}
+                     for role, pieces in self._pieces)
 
 
 class PromptTemplate(RawPromptTemplate):

@@ -99,3 +99,17 @@ def test_key_template_gives_content_key_byte_for_byte():
     assert prediction_key(messages=messages, replica=2, **completions) == content_key(
         "prediction", model=shared["model"], gen=shared["gen"], replica=2,
         **request_content(messages, "completions"))
+
+
+def test_render_fills_each_placeholder_where_it_stands():
+    t = RawPromptTemplate(messages=[
+        {"role": "system", "content": "no placeholders, {} and \\boxed{x} kept"},
+        {"role": "user", "content": "{a}{a} mid {missing} {b} end {a}"}])
+    assert t.render({"a": 1, "b": None}) == (
+        {"role": "system", "content": "no placeholders, {} and \\boxed{x} kept"},
+        {"role": "user", "content": "11 mid {missing}  end 1"})
+
+
+def test_a_template_whose_messages_are_replaced_renders_the_new_ones():
+    t = PromptTemplate(template="Q: {q}</E>", ice_token="</E>")
+    assert t.render({"q": "x"}) == ({"role": "user", "content": "Q: x"},)
