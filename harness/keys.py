@@ -60,34 +60,31 @@ class KeyTemplate:
         return hashlib.sha256(text.encode()).hexdigest()
 
 
-def request_content(messages: Sequence[Mapping[str, str]], api: str = "chat") -> dict[str, Any]:
-    """What a request sends, for a key: the chat messages, or for the completions endpoint
-    the prompt text itself (so a change in how messages become a prompt changes keys)."""
+def request_keys(kind: str, api: str = "chat",
+                 **shared: Any) -> Callable[[Sequence[Mapping[str, str]], int], str]:
+    """Keys of the requests one endpoint answers (``kind`` ``prediction`` or ``verdict``),
+    ``shared`` being who answers and with which generation parameters: a function of the
+    messages and the replica. A key holds what the request sends: the chat messages, or
+    for the completions endpoint the prompt text itself (so a change in how messages
+    become a prompt changes keys); chat keys stay what they always were."""
     if api == "chat":
-        return {"messages": list(messages)}  # chat keys stay what they always were
+        chat = KeyTemplate(kind, ("messages", "replica"), **shared)
+        return lambda messages, replica: chat(list(messages), replica)
     from .prompt import as_text
 
-    return {"prompt": as_text(messages), "api": api}
+    text = KeyTemplate(kind, ("prompt", "replica"), api=api, **shared)
+    return lambda messages, replica: text(as_text(messages), replica)
 
 
 def prediction_keys(identity: Mapping[str, Any], gen_params: Mapping[str, Any],
                     api: str = "chat") -> Callable[[Sequence[Mapping[str, str]], int], str]:
-    """``prediction_key`` for one model and its generation parameters: a function of the
-    messages and the replica, for the many samples of a dataset. The parts are
-    ``request_content``'s (chat keys stay what they always were)."""
-    if api == "chat":
-        template = KeyTemplate("prediction", ("messages", "replica"), model=identity,
-                               gen=gen_params)
-        return lambda messages, replica: template(list(messages), replica)
-    from .prompt import as_text
-
-    template = KeyTemplate("prediction", ("prompt", "replica"), model=identity,
-                           gen=gen_params, api=api)
-    return lambda messages, replica: template(as_text(messages), replica)
+    """``prediction_key`` for one model and its generation parameters, for the many
+    samples of a dataset (see ``request_keys``)."""
+    return request_keys("prediction", api, model=identity, gen=gen_params)
 
 
 def prediction_key(identity: Mapping[str, Any], messages: Sequence[Mapping[str, str]],
                    gen_params: Mapping[str, Any], replica: int, api: str = "chat") -> str:
     """Key of one model prediction: model identity, generation params, what the request
-    sends (``request_content``: the messages, or the completions prompt), replica."""
+    sends (the messages, or the completions prompt), replica."""
     return prediction_keys(identity, gen_params, api)(messages, replica)

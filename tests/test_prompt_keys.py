@@ -80,7 +80,7 @@ def test_prediction_key_is_the_key_stored_predictions_were_kept_under():
 
 
 def test_key_template_gives_content_key_byte_for_byte():
-    from harness.keys import KeyTemplate, content_key, request_content
+    from harness.keys import KeyTemplate, content_key
 
     shared = {"model": {"endpoint": "http://h/v1", "model": "m"},
               "gen": {"temperature": 0.0, "max_tokens": 8, "stop": ["\n\n", "é"]}}
@@ -97,8 +97,22 @@ def test_key_template_gives_content_key_byte_for_byte():
     completions = {"identity": shared["model"], "gen_params": shared["gen"], "api": "completions"}
     messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "q"}]
     assert prediction_key(messages=messages, replica=2, **completions) == content_key(
-        "prediction", model=shared["model"], gen=shared["gen"], replica=2,
-        **request_content(messages, "completions"))
+        "prediction", model=shared["model"], gen=shared["gen"], replica=2, api="completions",
+        prompt="S\nq")
+
+
+def test_verdict_keys_are_the_keys_stored_verdicts_were_kept_under():
+    """A judge's verdict keys, for chat and completions judges: stored verdicts must be
+    found again, or a rerun pays for them twice."""
+    from harness.keys import content_key, request_keys
+
+    judge, gen = {"endpoint": "http://j/v1", "model": "judge"}, {"temperature": 0.0}
+    messages = ({"role": "system", "content": "Grade."}, {"role": "user", "content": "A?"})
+    assert request_keys("verdict", "chat", judge=judge, gen=gen)(messages, 1) == content_key(
+        "verdict", judge=judge, gen=gen, replica=1, messages=list(messages))
+    assert request_keys("verdict", "completions", judge=judge, gen=gen)(messages, 0) == (
+        content_key("verdict", judge=judge, gen=gen, replica=0, api="completions",
+                    prompt="Grade.\nA?"))
 
 
 def test_render_fills_each_placeholder_where_it_stands():

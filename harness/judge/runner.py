@@ -17,7 +17,7 @@ from ..breaker import BreakerPolicy
 from ..client import ModelClient
 from ..errors import ModelCallError, PermanentModelError
 from ..evaluators.llm import GenericLLMEvaluator
-from ..keys import content_key, request_content
+from ..keys import request_keys
 from ..records import JudgeStatus, JudgeTask, SampleResult, SampleStatus, VerdictRecord
 from ..store import Store
 from ..transport import Transport
@@ -83,13 +83,12 @@ class JudgeRunner:
         # Judge prompts are chat messages: only an explicit api='completions' sends them
         # (joined) to /completions, for a judge served as a base model.
         self.api = "completions" if self.spec.model.api == "completions" else "chat"
+        self._key = request_keys("verdict", self.api, judge=self.identity, gen=self.gen_params)
 
     def prepare(self, task: JudgeTask) -> tuple[tuple[dict[str, str], ...], str]:
         """The judge messages for ``task`` and the verdict key they make."""
         messages = self.evaluator.render(task.row, task.prediction, task.reference)
-        key = content_key("verdict", judge=self.identity,
-                          gen=self.gen_params, replica=task.result.replica,
-                          **request_content(messages, self.api))
+        key = self._key(messages, task.result.replica)
         return messages, key
 
     def cached(self, task: JudgeTask, verdict: VerdictRecord,
