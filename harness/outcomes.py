@@ -4,7 +4,7 @@ A sample's result is a function of its scoring inputs: the dataset's scoring
 configuration, the code that scores, the stored prediction and the dataset row. When
 none of them changed, a rerun need not extract, rule-check, render the judge prompt
 and look its verdict up again: it reads the outcome stored under a key of all of them
-(``outcome_key``) and rebuilds the ``SampleResult`` from it.
+(``outcome_keys``) and rebuilds the ``SampleResult`` from it.
 
 What the key covers:
 
@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .json_encode import encoder, loads
-from .keys import content_key
+from .keys import KeyTemplate, content_key
 from .records import JudgeRequest, OutcomeRow, Sample, SampleResult
 
 if TYPE_CHECKING:
@@ -211,15 +211,11 @@ def scoring_fingerprint(dataset: DatasetSpec, judge: JudgeRunner | None) -> str 
         return None
 
 
-def outcome_key(fingerprint: str, sample: Sample, text: str | None,
-                finish_reason: str | None, reasoning: str | None) -> str:
-    """The key of one sample's outcome: the scoring fingerprint, the prediction as
-    stored (text, finish reason, reasoning), the whole row in order and the replica."""
-    # One list rather than named parts: a first run keys every sample, and a list is a
-    # third cheaper to encode than a dict of six sorted keys.
-    return content_key("outcome", inputs=[
-        fingerprint, sample.replica, list(sample.row.items()), text, finish_reason,
-        reasoning])
+def outcome_keys(fingerprint: str) -> KeyTemplate:
+    """The keys of a dataset's outcomes, of ``(replica, row, prediction)``: the scoring
+    fingerprint (``scoring_fingerprint``), the replica, the whole row in order and the
+    prediction as stored (text, finish reason, reasoning)."""
+    return KeyTemplate("outcome", ("replica", "row", "prediction"), scoring=fingerprint)
 
 
 def _fields(result: SampleResult) -> list[Any]:
@@ -308,16 +304,16 @@ class Outcomes:
     def __init__(self, datasets: Mapping[str, DatasetSpec],
                  runners: Mapping[str, JudgeRunner]) -> None:
         self.runners = runners
-        #: dataset abbr → its scoring fingerprint, for the cacheable datasets only.
-        self.fingerprints = {
-            abbr: fp for abbr, spec in datasets.items()
+        #: dataset abbr → its outcome key template, for the cacheable datasets only.
+        self.templates = {
+            abbr: outcome_keys(fp) for abbr, spec in datasets.items()
             if (fp := scoring_fingerprint(spec, runners.get(abbr))) is not None}
 
     def key(self, sample: Sample, text: str | None, finish_reason: str | None,
             reasoning: str | None) -> str | None:
         """The outcome key of ``sample`` with a stored or fresh prediction (``None``:
         the dataset is not cacheable)."""
-        fingerprint = self.fingerprints.get(sample.dataset)
-        if fingerprint is None:
+        template = self.templates.get(sample.dataset)
+        if template is None:
             return None
-        return outcome_key(fingerprint, sample, text, finish_reason, reasoning)
+        return template(sample.replica, list(sample.row.items()), [text, finish_reason, reasoning])

@@ -109,7 +109,7 @@ class Pipeline:
                              self.progress)
         # Outcomes are fingerprinted with the resolved judges; --mode infer scores nothing.
         outcomes = Outcomes(by_abbr, self.judges.runners) if options.mode != "infer" else None
-        self.outcomes = outcomes if outcomes is not None and outcomes.fingerprints else None
+        self.outcomes = outcomes if outcomes is not None and outcomes.templates else None
         self.scorer.outcomes = self.outcomes
         self.clients = ModelClients({m.abbr: m for m in models}, starters or {},
                                     options.concurrency, options.breaker, self.progress.model)
