@@ -10,7 +10,8 @@ extract rate counts it). Configs name them as in OpenCompass::
 Modules: :mod:`.options` (option letters), :mod:`.numbers` (GSM8K), :mod:`.math`
 (``\\boxed``), :mod:`.bbh`, :mod:`.code` (programs), :mod:`.general`, :mod:`.xml`,
 :mod:`.think`; the rules they share (``<think>`` removal, Unicode folding, grader appeals,
-self-corrections and hedges) live in :mod:`._text` and :mod:`._commit`.
+self-corrections and hedges) live in :mod:`._text` and :mod:`._commit`, finding
+``\\boxed{…}`` in :mod:`._boxed`.
 
 The postprocessors are loaded on first use (PEP 562, and ``POSTPROCESSORS.get``): their
 patterns take tens of milliseconds to compile, and a run needs only those it names.
