@@ -22,7 +22,6 @@ from typing import Any
 import anyio
 
 from .config import RunConfig, config_from_namespace, load_config
-from .embedded import EmbeddedServer, context_per_slot, embedded_spec
 from .errors import primary_error
 from .models import resolve_models
 from .options import RunOptions
@@ -154,6 +153,8 @@ async def open_run(config: str | Path | RunConfig | None = None,
         elif specs is None:
             # Started by the first sample that needs it: a rerun served from the store
             # never starts it.
+            from .embedded import EmbeddedServer, context_per_slot, embedded_spec
+
             embedded = EmbeddedServer(stack, context_per_slot(run_config.datasets, limit),
                                       notify=progress.note)
             specs = [embedded_spec()]

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from .defaults import MAX_ATTEMPTS, RATE_LIMIT_TIMEOUT
 from .errors import (
@@ -35,6 +34,8 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
+    from tenacity import AsyncRetrying, RetryCallState
+
     from .breaker import CircuitBreaker
     from .ratelimit import RateLimiter
 
@@ -290,6 +291,8 @@ class RetryPolicy:
                   retryable: Callable[[BaseException], bool]) -> AsyncRetrying:
         """The tenacity loop for attempts 2.. (attempt 1 already failed); ``retryable``
         decides when it stops."""
+        # Imported here: only a call that failed once gets this far.
+        from tenacity import AsyncRetrying, retry_if_exception
 
         def before_sleep(state: RetryCallState) -> None:
             stats.retries += 1

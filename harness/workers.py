@@ -27,18 +27,19 @@ from __future__ import annotations
 
 import asyncio
 import math
-import multiprocessing
 import os
 import pickle
 import signal
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 #: Calls each worker holds at once: one running, the rest waiting in its pipe.
 DEPTH = 2
@@ -99,6 +100,7 @@ def _serve(conn: Connection) -> None:
 def _exit_with_parent() -> None:
     """Exit when the parent process dies, even in the middle of a hung check (a worker
     otherwise notices only at its next read, and keeps the parent's stdout open)."""
+    import multiprocessing
     import threading
     from multiprocessing.connection import wait
 
@@ -153,6 +155,8 @@ class _Worker:
     """One worker process and the calls it holds, oldest (running) first."""
 
     def __init__(self, pool: WorkerPool) -> None:
+        import multiprocessing  # imported here: most runs start no worker process
+
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_serve, args=(child,), daemon=True,

@@ -17,8 +17,18 @@ from ..registry import Registry
 if TYPE_CHECKING:
     from ..metrics import MetricValue, Statistic
 
-#: Evaluators by name; configs may also give the class itself as ``type``.
-EVALUATORS: Registry[Any] = Registry("evaluator")
+#: Evaluators by name; configs may also give the class itself as ``type``. harness's
+#: own are declared by module and imported on first use (see ``Registry``): the code
+#: evaluators import the sandbox, the judge's its prompt defusing.
+EVALUATORS: Registry[Any] = Registry("evaluator", {
+    "harness.evaluators.code": ("HumanEvalEvaluator", "MBPPEvaluator"),
+    "harness.evaluators.llm": ("GenericLLMEvaluator", "CascadeEvaluator"),
+    "harness.evaluators.math_verify": ("MATHVerifyEvaluator", "MATHEvaluator"),
+    "harness.evaluators.rules": ("AccEvaluator", "BBHEvaluator_mcq", "BBHEvaluator",
+                                 "EMEvaluator"),
+    "harness.evaluators.text": ("BleuEvaluator", "RougeEvaluator", "SquadEvaluator",
+                                "NQEvaluator", "TriviaQAEvaluator"),
+})
 
 SampleScoreFn = Callable[[Any, Any, Any], "Mapping[str, Any] | bool"]
 
@@ -46,7 +56,7 @@ class BaseEvaluator:
 
     def __init__(self, timeout: float | None = None,
                  pred_postprocessor: Mapping[str, Any] | None = None) -> None:
-        from ..postprocessors import build_postprocessor
+        from ..postprocessors.build import build_postprocessor
 
         checked = positive(timeout, "timeout")
         if checked is not None:

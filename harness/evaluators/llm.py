@@ -8,15 +8,18 @@ them through ``harness.evaluate`` or ``python -m harness run``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config_keys import accepted_keywords, check_keys, construct, within
 from ..errors import ConfigError
-from ..judge.defuse import Defuser
 from ..judge.verdict import parse_verdict
 from ..prompt import PLACEHOLDER, RawPromptTemplate
 from .base import EVALUATORS, BaseEvaluator, as_detail, build_evaluator
+
+if TYPE_CHECKING:
+    from ..judge.defuse import Defuser
 
 
 @EVALUATORS.register("GenericLLMEvaluator")
@@ -52,13 +55,22 @@ class GenericLLMEvaluator(BaseEvaluator):
         with within("judge_cfg"):
             judge_settings(judge_cfg)
         self.judge_cfg = dict(judge_cfg or {})
-        #: Neutralises copies of the template's structure in a prediction (``render``).
-        self.defuse = Defuser(m["content"] for m in self.template.messages)
-        #: The template's delimiter-like tokens, as written (what ``defuse`` neutralises).
-        self.delimiters = self.defuse.tokens
         with within("dict_postprocessor"):
             _check_dict_postprocessor(dict_postprocessor)
         self.dict_postprocessor = dict_postprocessor
+
+    @functools.cached_property
+    def defuse(self) -> Defuser:
+        """Neutralises copies of the template's structure in a prediction (``render``).
+        Built on first use: a rerun whose judged samples are all stored renders none."""
+        from ..judge.defuse import Defuser
+
+        return Defuser(m["content"] for m in self.template.messages)
+
+    @property
+    def delimiters(self) -> tuple[str, ...]:
+        """The template's delimiter-like tokens, as written (what ``defuse`` neutralises)."""
+        return self.defuse.tokens
 
     def score_sample(self, prediction: Any, reference: Any,
                      test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:

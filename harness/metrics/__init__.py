@@ -12,8 +12,9 @@ at every start, and numpy only loads when a metric is aggregated.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .statistic import ACCURACY, Statistic
@@ -23,9 +24,4 @@ _EXPORTS = {"ACCURACY": "statistic", "Statistic": "statistic", "MetricValue": "v
 
 __all__ = ["ACCURACY", "MetricValue", "Statistic"]
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'harness.metrics' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ._boxed import find_boxed
 from ._commit import HEDGE, Candidate, commit, committed_clause
 from ._conclusion import concluded_number
 from ._labels import FOREIGN_LABELS, closing_label
@@ -25,7 +26,6 @@ from ._text import (
     sentences,
     span_after,
 )
-from .math import find_boxed
 from .options import ALL_LETTERS, choose_option, question_options
 
 

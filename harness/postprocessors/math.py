@@ -7,6 +7,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
+from ._boxed import brace_pairs, find_boxed
 from ._closing import closing_answer
 from ._commit import (
     DECLARED,
@@ -20,48 +21,6 @@ from ._commit import (
 )
 from ._registry import POSTPROCESSORS
 from ._text import FOREIGN_CUE, appeal_proof, as_text, inline_answer_headings, prepare, span_after
-
-_BOX = re.compile(r"\\(?:boxed|fbox)\b\s*")
-_BARE = re.compile(r"[^\s$]+")  # \boxed 5: up to a space or the closing $
-
-
-def find_boxed(text: str) -> list[tuple[int, int, str]]:
-    """Every complete ``\\boxed{…}`` / ``\\fbox{…}`` / ``\\boxed 5``: (start, end, content).
-
-    Braces nest, and escaped braces (``\\{``) do not count. A box that is never closed
-    (a truncated reply) is not an answer and is skipped.
-    """
-    found = []
-    closing: dict[int, int] | None = None
-    for m in _BOX.finditer(text):
-        i = m.end()
-        if i < len(text) and text[i] == "{":
-            closing = _brace_pairs(text) if closing is None else closing
-            if i in closing:
-                found.append((m.start(), closing[i] + 1, text[i + 1:closing[i]]))
-        else:
-            bare = _BARE.match(text, i)
-            if bare and text.startswith("\\boxed", m.start()):  # no bare form of \fbox
-                found.append((m.start(), bare.end(), bare.group(0)))
-    return found
-
-
-def _brace_pairs(text: str) -> dict[int, int]:
-    """Index of each ``{`` that is closed → index of its ``}``, in one pass."""
-    pairs: dict[int, int] = {}
-    stack: list[int] = []
-    j = 0
-    while j < len(text):
-        c = text[j]
-        if c == "\\":
-            j += 2  # \{ and \} are literal braces
-            continue
-        if c == "{":
-            stack.append(j)
-        elif c == "}" and stack:
-            pairs[stack.pop()] = j
-        j += 1
-    return pairs
 
 
 def last_boxed_only_string(text: Any) -> str | None:
@@ -83,7 +42,7 @@ def extract_boxed_answer(text: Any, strip_double_curly_brace: bool = False) -> s
     if not boxes:
         return None
     content = boxes[-1][2].strip()
-    if strip_double_curly_brace and _brace_pairs(content).get(0) == len(content) - 1:
+    if strip_double_curly_brace and brace_pairs(content).get(0) == len(content) - 1:
         content = content[1:-1].strip()
     return content
 

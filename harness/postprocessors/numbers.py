@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ._boxed import find_boxed
 from ._commit import (
     CONCLUDING,
     DECLARED,
@@ -37,7 +38,6 @@ from ._text import (
     prepare,
     span_after,
 )
-from .math import find_boxed
 
 # GSM8K's answer marker, not a markdown heading ("#### Step 3") or a longer run of #.
 _HASHES = re.compile(r"(?<!#)####(?!#)[ \t]*(?=[-+$\\.\d])(?!\d+\.[ \t]+[^\W\d])")

@@ -7,9 +7,23 @@
 - ``probe``: what an endpoint offers, asked once;
 - ``runner``: ``PPLRunner.complete``, the model stage's hook for a PPL sample;
 - ``labels``: each gold label must be a candidate.
+
+Names are loaded on first use (PEP 562): every config is checked against
+``PPLInferencer``, and only a PPL run needs the runner (and the model client).
 """
 
-from .inferencer import PPLInferencer
-from .runner import PPLRunner
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .inferencer import PPLInferencer
+    from .runner import PPLRunner
+
+_EXPORTS = {"PPLInferencer": "inferencer", "PPLRunner": "runner"}
 
 __all__ = ["PPLInferencer", "PPLRunner"]
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -6,7 +6,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError
-from .choice import NORMALIZATIONS
 
 #: How likelihoods are obtained: ``echo`` (the completions endpoint scores the whole
 #: prompt: ``echo=True`` with ``logprobs``), ``next_token`` (one request for the shared
@@ -43,6 +42,9 @@ class PPLInferencer:
         if unknown:
             raise ConfigError("unknown key for PPLInferencer (it takes normalization, "
                               "method, labels, top_logprobs)", field=unknown[0])
+        # Imported here: every config is checked against this class, few are PPL ones.
+        from .choice import NORMALIZATIONS
+
         if normalization not in NORMALIZATIONS:
             raise ConfigError(f"must be one of {', '.join(NORMALIZATIONS)}, not "
                               f"{normalization!r}", field="normalization")

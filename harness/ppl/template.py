@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..prompt import Messages, PromptTemplate, as_text
-from .choice import common_prefix
 
 #: Keys that make a template dict one prompt (rounds), not one prompt per label.
 _PROMPT_KEYS = frozenset({"begin", "round", "end"})
@@ -71,6 +70,9 @@ class CandidatePromptTemplate(PromptTemplate):
     def render(self, values: Mapping[str, Any]) -> Messages:
         """What every candidate's prompt shares: the common leading messages, or for a
         text prompt its common beginning (one user message)."""
+        # Imported here: every config is checked against this class, few are PPL ones.
+        from .choice import common_prefix
+
         rendered = list(self.render_candidates(values).values())
         if self.kind == "text":
             texts = [as_text(m) for m in rendered]

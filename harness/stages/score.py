@@ -45,7 +45,6 @@ from ..records import (
     SampleStatus,
     StoreWrite,
 )
-from ..sandbox import SandboxUnavailable
 from ..workers import WorkerPool, WorkerTimeout
 from .collect import Collector
 from .streams import send
@@ -251,6 +250,8 @@ class Scorer:
             return result("extract_failed", extracted, reference, False), True
         reproducible = True
         if evaluator.executes:
+            from ..sandbox import SandboxUnavailable  # only code evaluation needs it
+
             try:
                 detail = await evaluator.ascore_sample(extracted, reference, dict(row),
                                                        self.executions)
