@@ -133,9 +133,11 @@ def write_judge_config(path: Path, data: Path, model_url: str, *, mode: str = "c
     else:
         evaluator = (f"dict(type=CascadeEvaluator, rule_evaluator={rule}, llm_evaluator={llm}, "
                      f"parallel={mode == 'parallel'})")
+    # Imports what the config uses, as a user's config would (each costs start-up).
+    math = ", MATHVerifyEvaluator" if "MATHVerifyEvaluator" in evaluator else ""
     path.write_text(
         "from harness import (CustomDataset, RawPromptTemplate, ZeroRetriever, GenInferencer,\n"
-        "                     AccEvaluator, MATHVerifyEvaluator, CascadeEvaluator,\n"
+        f"                     AccEvaluator{math}, CascadeEvaluator,\n"
         "                     GenericLLMEvaluator, generic_llmjudge_postprocess)\n"
         + arith_datasets(data, f"dict(evaluator={evaluator}, "
                                "dataset_postprocessor=dict(type='gsm8k-dataset'))", n=n)
