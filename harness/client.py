@@ -18,7 +18,7 @@ from .breaker import BreakerPolicy, CircuitBreaker
 from .defaults import CONCURRENCY
 from .errors import EndpointDownError, ModelCallError
 from .prompt import as_text
-from .records import ModelSpec
+from .records import ModelSpec, quick_init
 from .retry import BadResponse, CallStats, RetryPolicy
 from .transport import Transport, make_transport
 from .urls import MASK, redact_text, redact_url
@@ -33,6 +33,7 @@ SLOW_HINTS = {
 }
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class CallResult:
     """A usable reply: text, finish reason, token usage, optional logprobs and reasoning.
