@@ -14,6 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..records import quick_init
+from ._text import may_match
+
 
 class _Hedge:
     """Marker value of a statement that names several answers at once."""
@@ -32,6 +35,7 @@ DECLARED = 2
 """Rank of a statement that declares itself the final answer."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """One answer statement: where it starts and ends in the text, and its value.
@@ -98,6 +102,10 @@ def committed_clause(text: str, start: int) -> bool:
 _HYPOTHETICAL = re.compile(
     r"\b(?:if|would|could|might|suppose|supposing|assuming|unless|otherwise|either)\b"
     r"|\bwere\s+not\b|如果|假如|もし", re.IGNORECASE)
+# The words an ASCII sentence needs for _HYPOTHETICAL to match (see may_match): the
+# search costs over a thousand instructions per character, the test a few.
+_HYPOTHETICAL_WORDS = ("if", "would", "could", "might", "suppos", "assuming", "unless",
+                       "otherwise", "either", "were")
 _SENTENCE_BREAK = re.compile(r"[.!?。！？](?=\s)|\n")
 
 
@@ -118,7 +126,11 @@ def rank(text: str, start: int, end: int, base: int) -> int:
     """``base`` (:data:`CONCLUDING` or :data:`DECLARED`) for the statement at
     ``start:end``, or 0 when its sentence is hypothetical: an answer offered under a
     condition never outranks one given plainly."""
-    return 0 if base and _HYPOTHETICAL.search(sentence_around(text, start, end)) else base
+    if not base:
+        return base
+    sentence = sentence_around(text, start, end)
+    hypothetical = may_match(sentence, _HYPOTHETICAL_WORDS) and _HYPOTHETICAL.search(sentence)
+    return 0 if hypothetical else base
 
 
 def commit(candidates: Sequence[Candidate], text: str,

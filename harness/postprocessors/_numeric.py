@@ -14,18 +14,18 @@ from ._text import SPECIAL_SPACES, fold_width
 
 _LATEX_GROUP = re.compile(r"(?<=\d)(?:\{,\}|\\[,!;: ]|\\text\{,\}|~)(?=\d{3}(?!\d))")
 _SPACE_GROUP = re.compile(rf"(?<=\d)[{SPECIAL_SPACES}'’_](?=\d{{3}}(?!\d))")
-_SPACE_GROUP_CHARS = frozenset(SPECIAL_SPACES + "'’_")
 # Groups of exactly three digits after a first group of one to three: 1,000,000.
 _COMMA_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|,\d)")
 # Plain spaces are riskier: a group must not run into a word or hyphen
 # ("3 400-gram bags" is three bags, not 3400).
 _SPACE_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![\w-])")
-# What each group pattern needs: a separator between two digits. These start with a
-# digit class, which the regex engine skips ahead to, so ruling a text out costs a few
-# times less than the group patterns' look-behinds tried at every position.
-_SEP_BETWEEN_DIGITS = re.compile(rf"\d[{SPECIAL_SPACES}'’_]\d")
-_COMMA_BETWEEN_DIGITS = re.compile(r"\d,\d")
-_SPACE_BETWEEN_DIGITS = re.compile(r"\d \d")
+# What each group pattern needs: a separator between two digits. These start with the
+# separator, which the regex engine skips ahead to (then looks back for the digit before
+# it), so ruling a text out costs a few times less than the group patterns' look-behinds
+# tried at every position, and less than starting with a digit class.
+_SEP_BETWEEN_DIGITS = re.compile(rf"[{SPECIAL_SPACES}'’_](?<=\d.)(?=\d)")
+_COMMA_BETWEEN_DIGITS = re.compile(r",(?<=\d,)(?=\d)")
+_SPACE_BETWEEN_DIGITS = re.compile(r" (?<=\d )(?=\d)")
 _FRAC = re.compile(r"\\[dt]?frac\s*\{\s*(-?\d+)\s*\}\s*\{\s*(\d+)\s*\}")
 
 NUMBER = re.compile(r"(?:(?<![\w)\].])-)?(?<![\w.])(?:\d+(?:\.\d+)?|\.\d+)(?:/\d+)?(?!\d)")
@@ -41,7 +41,7 @@ def normalize_numerals(text: str) -> str:
     """
     # Each pass runs only when its trigger character is present: the regexes' look-
     # behinds test every position, and most replies have no separators at all.
-    if _SPACE_GROUP_CHARS.intersection(text) and _SEP_BETWEEN_DIGITS.search(text):
+    if _SEP_BETWEEN_DIGITS.search(text):
         text = _SPACE_GROUP.sub("", text)  # before folding: these spaces are unambiguous
     text = fold_width(text)
     if "{" in text or "\\" in text or "~" in text:
