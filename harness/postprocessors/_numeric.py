@@ -107,6 +107,8 @@ _OR = re.compile(r"[\s(]or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?\$?(?=-?\.?\d)"
 
 def hedged(span: str) -> bool:
     """Whether an answer span offers two different numbers as alternatives ("18 or 20")."""
+    if not _OR.search(span):  # most spans: a search costs a third of an empty finditer
+        return False
     for m in _OR.finditer(span):
         before = list(NUMBER.finditer(span, 0, m.start()))
         after = NUMBER.match(span, m.end())
@@ -122,12 +124,11 @@ def span_value(span: str) -> str | None:
     ``"18 (9 eggs times $2)"`` → 18.
     """
     span = NEGATED.sub(" ", _ASIDE.sub(" ", span))
-    nums = list(NUMBER.finditer(span))
-    if not nums:
+    first = NUMBER.search(span)  # the other numbers matter only to a computation
+    if first is None:
         return None
-    first = nums[0]
     if _OPERATOR.match(span, first.end()):
-        return canonical(nums[-1].group(0))
+        return canonical(list(NUMBER.finditer(span))[-1].group(0))
     return canonical(first.group(0))
 
 

@@ -137,6 +137,8 @@ def cut_continuation(text: str) -> str:
     ("**Problem:**", "## Question:") is how chat models lay out their own working, so
     it counts only after the reply has given an answer.
     """
+    if "\n" not in text:  # a marker starts a line
+        return text
     for match in _CONTINUATION.finditer(text):
         before = text[:match.start()]
         if before.strip() and (not match.group("heading") or _ANSWERED.search(before)):
