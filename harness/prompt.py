@@ -15,6 +15,7 @@ stays exactly as written.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -34,15 +35,26 @@ _ROLE_MAP = {"HUMAN": "user", "BOT": "assistant", "SYSTEM": "system",
 
 def fill(template: str, values: Mapping[str, Any]) -> str:
     """Replace each ``{name}`` that has a value in ``values``; leave the rest as written."""
-
-    def sub(match: re.Match[str]) -> str:
-        name = match.group(1)
+    pieces = _pieces(template)
+    if len(pieces) == 1:
+        return template
+    out = list(pieces)
+    for i in range(1, len(out), 2):
+        name = out[i]
         if name in values:
             value = values[name]
-            return "" if value is None else str(value)
-        return match.group(0)
+            out[i] = "" if value is None else str(value)
+        else:
+            out[i] = f"{{{name}}}"
+    return "".join(out)
 
-    return PLACEHOLDER.sub(sub, template)
+
+@functools.lru_cache(maxsize=256)
+def _pieces(template: str) -> tuple[str, ...]:
+    """``template`` split at its placeholders: text, name, text, … (a name at each odd
+    index). Split once per template, not once per sample: a run renders a few templates
+    for every row."""
+    return tuple(PLACEHOLDER.split(template))
 
 
 def as_text(messages: Sequence[Mapping[str, str]]) -> str:
@@ -65,8 +77,8 @@ class RawPromptTemplate:
 
     def render(self, values: Mapping[str, Any]) -> Messages:
         """The messages with placeholders filled from ``values`` (one pass)."""
-        return tuple({"role": m["role"], "content": fill(m["content"], values)}
-                     for m in self.messages)
+        return tuple([{"role": m["role"], "content": fill(m["content"], values)}
+                      for m in self.messages])  # a list is cheaper to build than a generator
 
 
 class PromptTemplate(RawPromptTemplate):
