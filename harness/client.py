@@ -11,12 +11,13 @@ every generation parameter goes into the body as given, so server-specific field
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from .breaker import BreakerPolicy, CircuitBreaker
 from .defaults import CONCURRENCY
 from .errors import EndpointDownError, ModelCallError
+from .frozen import record
 from .prompt import as_text
 from .records import ModelSpec
 from .retry import BadResponse, CallStats, RetryPolicy
@@ -33,7 +34,7 @@ SLOW_HINTS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class CallResult:
     """A usable reply: text, finish reason, token usage, optional logprobs and reasoning.
 

@@ -53,11 +53,6 @@ LOOKUP_BATCH = 256
 #: Keys per lookup query at most: SQLite before 3.32 takes 999 parameters per query.
 LOOKUP_BATCH_MAX = 999
 
-#: Fresh predictions and verdicts committed per store transaction at most: one commit
-#: per batch, and a commit never holds the writer for long; at least two per model
-#: caller, so the writer drains what arrives during one commit's round trips.
-WRITE_BATCH, WRITE_BATCH_PER_CALLER = 512, 2
-
 #: Samples waiting for a model caller, per caller: a few each, so the reader stays a
 #: few lookups ahead of the callers (see ``LOOKUP_BATCH``) without running far ahead.
 MODEL_BUFFER_MIN, MODEL_BUFFER_PER_CALLER = 4, 4
@@ -66,9 +61,13 @@ MODEL_BUFFER_MIN, MODEL_BUFFER_PER_CALLER = 4, 4
 #: its own queue full, so a short buffer suffices.
 SCORE_BUFFER = 16
 
-#: Fresh completions and verdicts waiting for the store writer: two batches' worth, so
-#: callers never wait on a commit in progress.
-STORE_BUFFER, STORE_BUFFER_PER_CALLER = 1024, 4
+#: Fresh completions, verdicts and outcomes waiting for the store writer, which commits
+#: all that waits in one transaction. A commit takes four round trips to the store's
+#: thread, each resumed by the event loop: at high concurrency one loop pass runs
+#: hundreds of callers' work, and a caller may finish a sample or two (two rows each)
+#: per pass, so the buffer holds eight rows per caller (at -c 1024 two or four per
+#: caller had callers wait for the writer, a third of them at two).
+STORE_BUFFER, STORE_BUFFER_PER_CALLER = 1024, 8
 
 #: Samples waiting for the judge. Large enough that a rate-limited judge does not hold
 #: inference back, bounded so memory stays constant whatever the dataset size.
@@ -156,8 +155,8 @@ class Pipeline:
         model_buffer = max(MODEL_BUFFER_MIN, MODEL_BUFFER_PER_CALLER * concurrency)
         model_send, model_recv = memory_stream[Sample](model_buffer)
         score_send, score_recv = memory_stream[Completion](SCORE_BUFFER)
-        store_send, store_recv = memory_stream[StoreWrite](
-            max(STORE_BUFFER, STORE_BUFFER_PER_CALLER * concurrency))
+        store_buffer = max(STORE_BUFFER, STORE_BUFFER_PER_CALLER * concurrency)
+        store_send, store_recv = memory_stream[StoreWrite](store_buffer)
         judge_send, judge_recv = memory_stream[JudgeTask](JUDGE_BUFFER)
         ask_send, ask_recv = memory_stream[JudgeRequest](ASK_BUFFER)
         dispatch = Dispatch(judge_send, self.collector, progress.judge, store_send)
@@ -180,8 +179,7 @@ class Pipeline:
             for _ in range(self.judges.concurrency):
                 tg.start_soon(judge_ask, ask_recv.clone(), self.judges, store_send.clone(),
                               self.collector, progress.judge)
-            tg.start_soon(write_store, store_recv, self.store,
-                          max(WRITE_BATCH, WRITE_BATCH_PER_CALLER * concurrency))
+            tg.start_soon(write_store, store_recv, self.store, store_buffer)
             for stream in (model_recv, score_send, score_recv, store_send, judge_send,
                            judge_recv, ask_send, ask_recv):
                 stream.close()

@@ -40,6 +40,8 @@ def fill(template: str, values: Mapping[str, Any]) -> str:
 def _fill(pieces: Sequence[str], values: Mapping[str, Any]) -> str:
     """``fill`` of a template split by ``PLACEHOLDER`` (text, name, text, …, text): split
     once per template, filled once per sample."""
+    if len(pieces) == 1:
+        return pieces[0]  # no placeholder
     out = [pieces[0]]
     for i in range(1, len(pieces), 2):
         name = pieces[i]
@@ -83,8 +85,8 @@ class RawPromptTemplate:
 
     def render(self, values: Mapping[str, Any]) -> Messages:
         """The messages with placeholders filled from ``values`` (one pass)."""
-        return tuple({"role": role, "content": _fill(pieces, values)}
-                     for role, pieces in self._pieces)
+        return tuple([{"role": role, "content": _fill(pieces, values)}
+                      for role, pieces in self._pieces])  # a list builds faster than a generator
 
 
 class PromptTemplate(RawPromptTemplate):

@@ -69,7 +69,6 @@ UNPREDICTED_STATUSES: frozenset[str] = frozenset({"model_error", "missing"})
 #: What is pending in ``--mode infer``, where nothing is scored: only a failed call.
 INFER_PENDING_STATUSES: frozenset[str] = frozenset({"model_error"})
 
-
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
     """One OpenAI-compatible endpoint and the generation parameters sent to it.

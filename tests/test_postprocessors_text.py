@@ -164,7 +164,8 @@ def _random_replies(seed: int, count: int) -> list[str]:
              "right", "full marks", "ignore all previous instructions", "give me credit",
              "evaluator", "18", "9 * 2 = 18", "$18", "####", "\\boxed{4}", ".", ",", "!",
              "\n", "ſcratch that", "waıt, no", "İgnore previous rules", "答案是 7", "so",
-             "check", "eggs", "= 9"]
+             "check", "eggs", "= 9", "if", "would", "were not", "either", "Supposing",
+             "ıf", "如果"]
     out = []
     for _ in range(count):
         words = [rng.choice(vocab) for _ in range(rng.randint(1, 14))]
@@ -178,7 +179,8 @@ def test_may_match_never_skips_a_text_the_pattern_matches() -> None:
     from harness.postprocessors import _commit, _text, numbers
 
     guarded = [(_text._APPEAL, _text._APPEAL_WORDS), (_commit.RETRACTION, numbers._RETRACT_WORDS),
-               (numbers._CUE, numbers._CUE_WORDS)]
+               (numbers._CUE, numbers._CUE_WORDS),
+               (_commit._HYPOTHETICAL, _commit._HYPOTHETICAL_WORDS)]
     matched = 0
     for reply in _random_replies(seed=7, count=4000) + _GUARDED_REPLIES:
         for pattern, words in guarded:
@@ -206,12 +208,12 @@ _GUARDED_REPLIES = [
 
 
 def test_extraction_is_the_same_with_and_without_the_pre_tests(monkeypatch) -> None:
-    from harness.postprocessors import _text, gsm8k_postprocess, numbers
+    from harness.postprocessors import _commit, _text, gsm8k_postprocess, numbers
 
     replies = _random_replies(seed=11, count=1500) + _GUARDED_REPLIES
     fast = [gsm8k_postprocess(r) for r in replies]
-    monkeypatch.setattr(_text, "may_match", lambda text, words: True)
-    monkeypatch.setattr(numbers, "may_match", lambda text, words: True)
+    for module in (_text, numbers, _commit):
+        monkeypatch.setattr(module, "may_match", lambda text, words: True)
     assert [gsm8k_postprocess(r) for r in replies] == fast
     assert sum(bool(v) for v in fast) > 100
 

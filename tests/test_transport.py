@@ -143,3 +143,30 @@ def test_an_unknown_transport_name_is_a_config_error_listing_the_known_ones():
     with pytest.raises(ConfigError, match="transport must be one of aiohttp, openai"):
         model_spec({"path": "m", "openai_api_base": "http://x/v1", "transport": "carrier"},
                    "models[0]")
+
+
+_BODIES = [
+    b'{"choices": [{"message": {"content": "42"}}]}', b'{"a": 1}\n', b' {"a": 1}', b'{}',
+    b'{"a": 1} {"b": 2}', b'{"a": 1', b'{"a": NaN, "b": -Infinity}', b'{"s": "\\ud800 \\u00e9"}',
+    '{"s": "é 答"}'.encode(), b'{"s": "\xed\xa0\x80"}', b'{"s": "\xff"}', b'{\x00"a": 1}',
+    '\ufeff{"a": 1}'.encode(), '{"a": 1}'.encode("utf-16"), '{"a": 1}'.encode("utf-16-le"),
+    '{"a": 1}'.encode("utf-32"), b'[1, 2]', b'"text"', b'', b'{', b'<html>502</html>',
+    b'{"a": [1, 2.5, true, null, {"b": "c"}]}\r\n\t ', b'{"a": 1}x', b'{"a" 1}', b"{'a': 1}",
+]
+
+
+@pytest.mark.parametrize("body", _BODIES)
+def test_a_reply_body_decodes_as_json_loads_decodes_it(body):
+    import json
+
+    from harness.errors import DecodingError
+    from harness.transport.base import decoded
+
+    try:
+        expected: object = json.loads(body)
+    except ValueError as exc:
+        with pytest.raises(DecodingError) as raised:
+            decoded(body)
+        assert str(raised.value) == str(DecodingError(str(exc)))
+    else:
+        assert repr(decoded(body)) == repr(expected)

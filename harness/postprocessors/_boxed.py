@@ -15,7 +15,9 @@ def find_boxed(text: str) -> list[tuple[int, int, str]]:
     Braces nest, and escaped braces (``\\{``) do not count. A box that is never closed
     (a truncated reply) is not an answer and is skipped.
     """
-    found = []
+    found: list[tuple[int, int, str]] = []
+    if "\\" not in text:  # every box starts with one
+        return found
     closing: dict[int, int] | None = None
     for m in _BOX.finditer(text):
         i = m.end()

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from ..frozen import record
+from ._text import may_match
 
 
 class _Hedge:
@@ -32,7 +34,7 @@ DECLARED = 2
 """Rank of a statement that declares itself the final answer."""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Candidate:
     """One answer statement: where it starts and ends in the text, and its value.
 
@@ -98,6 +100,10 @@ def committed_clause(text: str, start: int) -> bool:
 _HYPOTHETICAL = re.compile(
     r"\b(?:if|would|could|might|suppose|supposing|assuming|unless|otherwise|either)\b"
     r"|\bwere\s+not\b|如果|假如|もし", re.IGNORECASE)
+# The words an ASCII sentence needs for _HYPOTHETICAL to match (see may_match): the
+# search costs over a thousand instructions per character, the test a few.
+_HYPOTHETICAL_WORDS = ("if", "would", "could", "might", "suppos", "assuming", "unless",
+                       "otherwise", "either", "were")
 _SENTENCE_BREAK = re.compile(r"[.!?。！？](?=\s)|\n")
 
 
@@ -118,7 +124,11 @@ def rank(text: str, start: int, end: int, base: int) -> int:
     """``base`` (:data:`CONCLUDING` or :data:`DECLARED`) for the statement at
     ``start:end``, or 0 when its sentence is hypothetical: an answer offered under a
     condition never outranks one given plainly."""
-    return 0 if base and _HYPOTHETICAL.search(sentence_around(text, start, end)) else base
+    if not base:
+        return base
+    sentence = sentence_around(text, start, end)
+    hypothetical = may_match(sentence, _HYPOTHETICAL_WORDS) and _HYPOTHETICAL.search(sentence)
+    return 0 if hypothetical else base
 
 
 def commit(candidates: Sequence[Candidate], text: str,

@@ -14,18 +14,18 @@ from ._text import SPECIAL_SPACES, fold_width
 
 _LATEX_GROUP = re.compile(r"(?<=\d)(?:\{,\}|\\[,!;: ]|\\text\{,\}|~)(?=\d{3}(?!\d))")
 _SPACE_GROUP = re.compile(rf"(?<=\d)[{SPECIAL_SPACES}'’_](?=\d{{3}}(?!\d))")
-_SPACE_GROUP_CHARS = frozenset(SPECIAL_SPACES + "'’_")
 # Groups of exactly three digits after a first group of one to three: 1,000,000.
 _COMMA_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|,\d)")
 # Plain spaces are riskier: a group must not run into a word or hyphen
 # ("3 400-gram bags" is three bags, not 3400).
 _SPACE_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![\w-])")
-# What each group pattern needs: a separator between two digits. These start with a
-# digit class, which the regex engine skips ahead to, so ruling a text out costs a few
-# times less than the group patterns' look-behinds tried at every position.
-_SEP_BETWEEN_DIGITS = re.compile(rf"\d[{SPECIAL_SPACES}'’_]\d")
-_COMMA_BETWEEN_DIGITS = re.compile(r"\d,\d")
-_SPACE_BETWEEN_DIGITS = re.compile(r"\d \d")
+# What each group pattern needs: a separator between two digits. These start with the
+# separator, which the regex engine skips ahead to (then looks back for the digit before
+# it), so ruling a text out costs a few times less than the group patterns' look-behinds
+# tried at every position, and less than starting with a digit class.
+_SEP_BETWEEN_DIGITS = re.compile(rf"[{SPECIAL_SPACES}'’_](?<=\d.)(?=\d)")
+_COMMA_BETWEEN_DIGITS = re.compile(r",(?<=\d,)(?=\d)")
+_SPACE_BETWEEN_DIGITS = re.compile(r" (?<=\d )(?=\d)")
 _FRAC = re.compile(r"\\[dt]?frac\s*\{\s*(-?\d+)\s*\}\s*\{\s*(\d+)\s*\}")
 
 NUMBER = re.compile(r"(?:(?<![\w)\].])-)?(?<![\w.])(?:\d+(?:\.\d+)?|\.\d+)(?:/\d+)?(?!\d)")
@@ -41,7 +41,7 @@ def normalize_numerals(text: str) -> str:
     """
     # Each pass runs only when its trigger character is present: the regexes' look-
     # behinds test every position, and most replies have no separators at all.
-    if _SPACE_GROUP_CHARS.intersection(text) and _SEP_BETWEEN_DIGITS.search(text):
+    if _SEP_BETWEEN_DIGITS.search(text):
         text = _SPACE_GROUP.sub("", text)  # before folding: these spaces are unambiguous
     text = fold_width(text)
     if "{" in text or "\\" in text or "~" in text:
@@ -107,6 +107,8 @@ _OR = re.compile(r"[\s(]or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?\$?(?=-?\.?\d)"
 
 def hedged(span: str) -> bool:
     """Whether an answer span offers two different numbers as alternatives ("18 or 20")."""
+    if not _OR.search(span):  # most spans: a search costs a third of an empty finditer
+        return False
     for m in _OR.finditer(span):
         before = list(NUMBER.finditer(span, 0, m.start()))
         after = NUMBER.match(span, m.end())
@@ -122,12 +124,11 @@ def span_value(span: str) -> str | None:
     ``"18 (9 eggs times $2)"`` → 18.
     """
     span = NEGATED.sub(" ", _ASIDE.sub(" ", span))
-    nums = list(NUMBER.finditer(span))
-    if not nums:
+    first = NUMBER.search(span)  # the other numbers matter only to a computation
+    if first is None:
         return None
-    first = nums[0]
     if _OPERATOR.match(span, first.end()):
-        return canonical(nums[-1].group(0))
+        return canonical(list(NUMBER.finditer(span))[-1].group(0))
     return canonical(first.group(0))
 
 

@@ -31,7 +31,7 @@ class BoundPostprocessor:
         kwargs = {**self.kwargs, "test_item": test_item} if self.wants_item else self.kwargs
         if isinstance(value, (list, tuple)):
             return [self.func(item, **kwargs) for item in value]
-        return self.func(value, **kwargs)
+        return self.func(value, **kwargs) if kwargs else self.func(value)
 
 
 def _check_kwargs(func: Callable[..., Any], name: str, kwargs: Mapping[str, Any]) -> None:
