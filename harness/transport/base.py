@@ -17,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .. import defaults
 from ..errors import ConnectError, DecodingError, NetworkError
+from ..json_encode import loads
 
 #: Default seconds to open a connection (a model's ``connect_timeout``).
 CONNECT_TIMEOUT = defaults.CONNECT_TIMEOUT
@@ -42,29 +43,15 @@ class Transport(Protocol):
 
 def decoded(raw: bytes) -> Any:
     """``raw`` parsed as JSON; ``DecodingError`` if it is not JSON."""
-    # A reply is a UTF-8 JSON object: its first byte is "{" and its second is not NUL
-    # (which json.loads would read as UTF-16 or UTF-32). For such a body json.loads
-    # detects the encoding, decodes, skips leading white space (none) and scans: this
-    # does the same without the Python wrappers around the scan, about a third of the
-    # work for a completion. Anything else, or a body that does not scan to its end
-    # (trailing white space, an error), goes the whole way, for json.loads's own result.
-    if raw[:1] == b"{" and raw[1:2] != b"\0":
-        try:
-            text = raw.decode("utf-8", "surrogatepass")
-            obj, end = _scan(text, 0)
-            if end == len(text):
-                return obj
-        except (ValueError, StopIteration):
-            pass
     try:
+        # A reply is a UTF-8 JSON object: its first byte is "{" and its second is not
+        # NUL (which json.loads would read as UTF-16 or UTF-32). Such a body is decoded
+        # here, as json.loads would, and scanned without its wrappers (json_encode.loads).
+        if raw[:1] == b"{" and raw[1:2] != b"\0":
+            return loads(raw.decode("utf-8", "surrogatepass"))
         return json.loads(raw)
     except ValueError as exc:  # JSONDecodeError, or UnicodeDecodeError for binary garbage
         raise DecodingError(str(exc)) from exc
-
-
-#: The scan json.loads runs (its default decoder's), without the wrappers around it
-#: (``scan_once`` is set in ``JSONDecoder.__init__``, which typeshed does not declare).
-_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def exception_chain(exc: BaseException) -> list[BaseException]:
