@@ -244,3 +244,30 @@ def test_number_normalizing_is_the_same_with_and_without_its_pre_tests(monkeypat
     slow = [_numeric.normalize_numerals(t) for t in texts]
     assert slow == fast
     assert sum(a != b for a, b in zip(texts, slow, strict=True)) > 1000  # separators were joined
+
+
+def test_fold_width_is_the_width_table_applied_by_translate() -> None:
+    import random
+
+    from harness.postprocessors._text import _WIDTH, fold_width
+
+    rng = random.Random(2)
+    table = [chr(code) for code in _WIDTH]
+    others = list("abc 12.-é答×²½\u00ad") + [chr(rng.randrange(0x80, 0xD800)) for _ in range(300)]
+    for _ in range(5000):
+        text = "".join(rng.choice(table + others) for _ in range(rng.randint(0, 20)))
+        assert fold_width(text) == text.translate(_WIDTH), text
+
+
+def test_number_pattern_finds_what_its_plain_spelling_finds() -> None:
+    import random
+    import re
+
+    from harness.postprocessors._numeric import NUMBER
+
+    plain = re.compile(r"(?:(?<![\w)\].])-)?(?<![\w.])(?:\d+(?:\.\d+)?|\.\d+)(?:/\d+)?(?!\d)")
+    rng = random.Random(4)
+    for _ in range(20000):
+        text = "".join(rng.choice("-.0123456789a )]/_x") for _ in range(rng.randint(0, 12)))
+        assert [m.span() for m in NUMBER.finditer(text)] == \
+            [m.span() for m in plain.finditer(text)], text
