@@ -31,7 +31,7 @@ from .records import SampleResult
 from .results import summary_table
 from .run_models import discover_name, models_for_eval, spec_record, unique_abbrs
 from .stages.collect import write_results
-from .store import Store
+from .store import IntactCheck, Store
 from .summary import ResultSummary
 from .validate import validate_dataset
 
@@ -126,6 +126,12 @@ async def open_run(config: str | Path | RunConfig | None = None,
     options = RunOptions.of(options, settings)
     mode, limit = options.mode, options.limit
     run_config = _load(config, datasets, models)
+    # Without a work_dir, each config gets its own, so two configs never share a store.
+    default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
+    # Resolved once: a symlink re-pointed during the run must not move its files.
+    work = Path(await anyio.Path(options.work_dir or run_config.work_dir or default).resolve())
+    # The store's pages are read while the datasets are (see IntactCheck).
+    intact = IntactCheck(work)
     specs = resolve_models(run_config.models, options.overrides)
     rows = {d.abbr: validate_dataset(d, limit).rows * d.n for d in run_config.datasets}
     # A run that predicts and scores needs what the evaluators need (a code sandbox)
@@ -135,16 +141,12 @@ async def open_run(config: str | Path | RunConfig | None = None,
         for dataset in run_config.datasets:
             if dataset.evaluator is not None:
                 dataset.evaluator.check_ready()
-    # Without a work_dir, each config gets its own, so two configs never share a store.
-    default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
-    # Resolved once: a symlink re-pointed during the run must not move its files.
-    work = Path(await anyio.Path(options.work_dir or run_config.work_dir or default).resolve())
     progress = progress or Progress()
     started = time.monotonic()
     async with contextlib.AsyncExitStack() as stack:
         # The store first: a locked or incompatible work directory fails before any
         # server is started or request sent.
-        store = await stack.enter_async_context(Store(work))
+        store = await stack.enter_async_context(Store(work, intact))
         starters = {}
         pairs = None
         if mode == "eval":

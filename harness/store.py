@@ -21,6 +21,7 @@ import json
 import os
 import sqlite3
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -195,14 +196,82 @@ class StoredPrediction(tuple):
         return self[4]
 
 
-class Store:
-    """Async access to ``WORK_DIR/harness.db``; use as ``async with Store(work_dir)``."""
+class IntactCheck:
+    """``PRAGMA quick_check`` of a work directory's store, started at once in a thread of
+    its own, so that it reads the file while the run loads and validates its datasets
+    (both take about as long, and SQLite reads without holding the GIL). ``Store``
+    awaits its answer when it opens (a store that did not exist yet is checked then).
+
+    The check runs before the store's lock is taken: reading is safe beside another
+    process (WAL readers see a committed snapshot), and that process's lock still stops
+    this run when the store opens.
+    """
 
     def __init__(self, work_dir: str | Path) -> None:
+        self.path = Path(work_dir) / DB_NAME
+        self._answer: str | None = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        try:
+            exists = self.path.is_file()
+        except OSError:  # an unusable work directory: the store says what is wrong
+            exists = False
+        if exists:
+            self._thread = threading.Thread(target=self._run, name="harness-quick-check",
+                                            daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None)
+            try:
+                self._answer = _quick_check(conn.execute(_QUICK_CHECK).fetchone())
+            finally:
+                conn.close()
+        except BaseException as exc:  # handed to the coroutine that awaits the answer
+            self._error = exc
+
+    @property
+    def started(self) -> bool:
+        """Whether there was a store to check (a new one is checked when it opens)."""
+        return self._thread is not None
+
+    async def answer(self) -> str | None:
+        """What the check found wrong (``None``: nothing); a ``sqlite3.Error`` if it
+        could not run."""
+        if self._thread is not None and self._thread.is_alive():
+            import anyio.to_thread
+
+            await anyio.to_thread.run_sync(self._thread.join)
+        if self._error is not None:
+            raise self._error
+        return self._answer
+
+
+#: Stops at the first problem: a damaged store is refused whatever the rest holds.
+_QUICK_CHECK = "PRAGMA quick_check(1)"
+
+
+def _quick_check(row: Sequence[Any] | None) -> str | None:
+    """The problem a ``quick_check`` row reports (``None`` for ``ok``)."""
+    return None if row is not None and row[0] == "ok" else str(row and row[0])
+
+
+class Store:
+    """Async access to ``WORK_DIR/harness.db``; use as ``async with Store(work_dir)``.
+
+    ``intact``: an ``IntactCheck`` of the same work directory started earlier, whose
+    answer replaces the check the store would run when it opens.
+    """
+
+    def __init__(self, work_dir: str | Path, intact: IntactCheck | None = None) -> None:
         self.work_dir = Path(work_dir)
         self.path = self.work_dir / DB_NAME
         self._conn: aiosqlite.Connection | None = None
         self._lock_fd: int | None = None
+        if intact is not None and intact.path != self.path:
+            raise ValueError(f"the intact check is of {intact.path}, not {self.path}")
+        self._intact = intact
 
     async def __aenter__(self) -> Store:
         self._acquire_lock()
@@ -295,11 +364,14 @@ class Store:
     async def _check_intact(self) -> None:
         """Refuse a damaged store before the run relies on it: a truncated copy can
         open and even answer the first queries. ``quick_check`` reads every page once
-        (about 0.1 s per 100 MB)."""
-        async with self.conn.execute("PRAGMA quick_check(1)") as cur:
-            row = await cur.fetchone()
-        if row is None or row[0] != "ok":
-            raise StoreCorruptError(f"{self.path}: the store is damaged ({row and row[0]}); "
+        (about 0.1 s per 100 MB); an ``IntactCheck`` given to the store has read them."""
+        if self._intact is not None and self._intact.started:
+            problem = await self._intact.answer()
+        else:
+            async with self.conn.execute(_QUICK_CHECK) as cur:
+                problem = _quick_check(await cur.fetchone())
+        if problem is not None:
+            raise StoreCorruptError(f"{self.path}: the store is damaged ({problem}); "
                                     f"{_CORRUPT_HINT}")
 
     def _error(self, doing: str, exc: sqlite3.Error) -> StoreError:

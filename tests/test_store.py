@@ -84,3 +84,60 @@ def test_a_details_line_is_one_line_whatever_the_model_wrote():
     # Readers split details files with str.splitlines(), which breaks at U+2028/U+2029.
     assert len(line.splitlines()) == 1
     assert json.loads(line)["prediction"] == text
+
+
+def damage_a_tree_page(db) -> str:
+    """Zero bytes in one b-tree page after another until ``quick_check`` reports a
+    problem as its answer (not as an error): the damage only a full read finds."""
+    data = db.read_bytes()
+    for page in range(3, len(data) // 4096):
+        damaged = bytearray(data)
+        damaged[(page - 1) * 4096 + 200:(page - 1) * 4096 + 250] = bytes(50)
+        db.write_bytes(damaged)
+        con = sqlite3.connect(db)
+        try:
+            answer = con.execute("PRAGMA quick_check(1)").fetchone()[0]
+        except sqlite3.DatabaseError:
+            answer = "ok"  # an error, not an answer: try the next page
+        finally:
+            con.close()
+        if answer != "ok":
+            return answer
+    raise AssertionError("no page whose damage quick_check reports")
+
+
+@pytest.mark.parametrize("early", [False, True], ids=["checked-on-open", "checked-ahead"])
+async def test_a_store_damaged_inside_a_page_is_refused_with_what_is_wrong(tmp_path, early):
+    from harness.errors import StoreCorruptError
+    from harness.store import IntactCheck
+
+    async with Store(tmp_path) as store:
+        await store.write_completions([Completion(sample(f"k{i:04d}"), "ok", "reply " * 20)
+                                       for i in range(2000)])
+    problem = damage_a_tree_page(tmp_path / "harness.db")
+    before = (tmp_path / "harness.db").read_bytes()
+    intact = IntactCheck(tmp_path) if early else None
+    assert intact is None or intact.started
+    with pytest.raises(StoreCorruptError) as raised:
+        async with Store(tmp_path, intact):
+            pass
+    assert str(tmp_path / "harness.db") in str(raised.value)
+    assert problem.splitlines()[-1] in str(raised.value)
+    assert (tmp_path / "harness.db").read_bytes() == before
+
+
+async def test_a_check_ahead_of_a_new_store_leaves_the_check_to_the_opening(tmp_path):
+    from harness.store import IntactCheck
+
+    intact = IntactCheck(tmp_path)  # nothing to read yet
+    assert not intact.started
+    async with Store(tmp_path, intact) as store:
+        await store.write_completions([Completion(sample(), "ok", "reply")])
+    assert IntactCheck(tmp_path).started  # the next run's store is read ahead
+
+
+async def test_a_check_ahead_of_another_directory_is_refused(tmp_path):
+    from harness.store import IntactCheck
+
+    with pytest.raises(ValueError, match="intact check"):
+        Store(tmp_path / "a", IntactCheck(tmp_path / "b"))
