@@ -1,9 +1,16 @@
 """The SQLite store of a work directory: every prediction and verdict, committed as
 it arrives, and the final outcome of every scored sample (``harness.outcomes``).
 
-One ``Store`` owns one aiosqlite connection. WAL mode with ``synchronous=NORMAL`` means a
-committed row survives the process being killed (SIGKILL) at any point; at most the
-requests in flight at that moment are lost. A lock on the work directory itself keeps a
+One ``Store`` owns two connections: an aiosqlite one, whose thread does every write, and
+a reader on the event loop's own thread for every query once the store is open. Reading
+from the writer's thread cost more than the queries: ``sqlite3`` lets go of the GIL around
+each row it steps to, so a lookup of a few hundred rows handed the GIL back and forth with
+a busy event loop a few hundred times, and the read stage of a stored rerun spent about
+two fifths of its time waiting for lookups that take 2–4 ms of work per batch (see
+``bench/README.md``, "Lookups on the event loop's thread"). In WAL mode a reader never
+waits for the writer and sees what it has committed. WAL with ``synchronous=NORMAL``
+means a committed row survives the process being killed (SIGKILL) at any point; at most
+the requests in flight at that moment are lost. A lock on the work directory itself keeps a
 second process off it. API keys never reach the store: rows hold keys (hashes), texts
 and statuses only.
 
@@ -268,6 +275,7 @@ class Store:
         self.work_dir = Path(work_dir)
         self.path = self.work_dir / DB_NAME
         self._conn: aiosqlite.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
         self._lock_fd: int | None = None
         if intact is not None and intact.path != self.path:
             raise ValueError(f"the intact check is of {intact.path}, not {self.path}")
@@ -284,6 +292,7 @@ class Store:
             await self._check_intact()
             await self._conn.executescript(_SCHEMA)
             await self._check_version()
+            self._reader = _open_reader(self.path)
         except sqlite3.Error as exc:
             await self.aclose()
             raise self._error("cannot open the store", exc) from exc
@@ -299,6 +308,9 @@ class Store:
         """Close the connection and release the work-directory lock (even when cancelled)."""
         import anyio
 
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            reader.close()
         if self._conn is not None:
             conn, self._conn = self._conn, None
             with anyio.CancelScope(shield=True):
@@ -306,6 +318,15 @@ class Store:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+
+    def _read(self, sql: str, params: Sequence[Any], doing: str) -> list[Any]:
+        """The rows of one query, on the event loop's thread (see the module docstring)."""
+        if self._reader is None:
+            raise StoreError("store is not open")
+        try:
+            return self._reader.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(doing, exc) from exc
 
     @property
     def conn(self) -> aiosqlite.Connection:
@@ -432,21 +453,14 @@ class Store:
         sql = ("SELECT spec FROM models WHERE abbr IN (SELECT DISTINCT model FROM "
                f"predictions WHERE status = 'ok' AND dataset IN ({','.join('?' * len(datasets))}))"
                " ORDER BY abbr")
-        try:
-            async with self.conn.execute(sql, tuple(datasets)) as cur:
-                return [json.loads(row[0]) for row in await cur.fetchall()]
-        except sqlite3.Error as exc:
-            raise self._error("reading models failed", exc) from exc
+        return [json.loads(row[0]) for row in self._read(sql, datasets, "reading models failed")]
 
     async def stored_pairs(self, datasets: Sequence[str]) -> set[tuple[str, str]]:
         """``(model, dataset)`` pairs with at least one stored prediction, for ``datasets``."""
         sql = ("SELECT DISTINCT model, dataset FROM predictions WHERE status = 'ok' AND "
                f"dataset IN ({','.join('?' * len(datasets))})")
-        try:
-            async with self.conn.execute(sql, tuple(datasets)) as cur:
-                return {(row[0], row[1]) for row in await cur.fetchall()}
-        except sqlite3.Error as exc:
-            raise self._error("reading predictions failed", exc) from exc
+        return {(row[0], row[1])
+                for row in self._read(sql, datasets, "reading predictions failed")}
 
     async def lookup_predictions(self, keys: Sequence[str]) -> dict[str, StoredPrediction]:
         """Stored successful predictions among ``keys`` (one query per call)."""
@@ -455,11 +469,7 @@ class Store:
         marks = ",".join("?" * len(keys))
         sql = ("SELECT key, text, finish_reason, prompt_tokens, completion_tokens, reasoning "
                f"FROM predictions WHERE status='ok' AND key IN ({marks})")
-        try:
-            # One trip to the connection's thread (execute, fetch and close in one).
-            found = await self.conn.execute_fetchall(sql, tuple(keys))
-        except sqlite3.Error as exc:
-            raise self._error("reading predictions failed", exc) from exc
+        found = self._read(sql, keys, "reading predictions failed")
         return {row[0]: StoredPrediction(row[1:]) for row in found}
 
     async def lookup_verdicts(self, keys: Sequence[str]) -> dict[str, VerdictRecord]:
@@ -469,11 +479,8 @@ class Store:
         sql = ("SELECT key, judge, model, dataset, idx, replica, status, verdict, reply, "
                "probability, error, requests, prompt_tokens, completion_tokens "
                f"FROM verdicts WHERE status != 'error' AND key IN ({','.join('?' * len(keys))})")
-        try:
-            async with self.conn.execute(sql, tuple(keys)) as cur:
-                return {row[0]: _cached_verdict(row) for row in await cur.fetchall()}
-        except sqlite3.Error as exc:
-            raise self._error("reading verdicts failed", exc) from exc
+        return {row[0]: _cached_verdict(row)
+                for row in self._read(sql, keys, "reading verdicts failed")}
 
     async def lookup_outcomes(self, keys: Sequence[str]
                               ) -> dict[str, tuple[str, VerdictRecord | None]]:
@@ -483,10 +490,7 @@ class Store:
         if not keys:
             return {}
         sql = _LOOKUP_OUTCOMES.format(marks=",".join("?" * len(keys)))
-        try:
-            found = await self.conn.execute_fetchall(sql, tuple(keys))
-        except sqlite3.Error as exc:
-            raise self._error("reading outcomes failed", exc) from exc
+        found = self._read(sql, keys, "reading outcomes failed")
         return {row[0]: (row[1], None if row[2] is None else _cached_verdict(row[2:]))
                 for row in found}
 
@@ -496,12 +500,8 @@ class Store:
 
         sql = ("SELECT outcome, exit_code, stdout, stderr, reason, duration FROM executions "
                "WHERE key = ?")
-        try:
-            async with self.conn.execute(sql, (key,)) as cur:
-                row = await cur.fetchone()
-        except sqlite3.Error as exc:
-            raise self._error("reading executions failed", exc) from exc
-        return None if row is None else Execution(*row)
+        rows = self._read(sql, (key,), "reading executions failed")
+        return Execution(*rows[0]) if rows else None
 
     async def write_execution(self, key: str, execution: Execution) -> None:
         """Commit one execution (never a ``sandbox_error``: that is retried).
@@ -580,6 +580,19 @@ def _disk_full(path: Path) -> bool:
         return False
     # root may write into the blocks reserved for it (f_bfree), others may not.
     return (st.f_bfree if os.geteuid() == 0 else st.f_bavail) == 0
+
+
+def _open_reader(path: Path) -> sqlite3.Connection:
+    """A query-only connection to the store at ``path``, for the event loop's thread."""
+    reader = sqlite3.connect(path, isolation_level=None)
+    try:
+        reader.execute("PRAGMA query_only=ON")
+        # A WAL reader waits only while a connection opens or recovers the file.
+        reader.execute("PRAGMA busy_timeout=10000")
+    except BaseException:
+        reader.close()
+        raise
+    return reader
 
 
 def _open_work_dir(path: Path) -> int:

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from harness.errors import SchemaVersionError, WorkDirLockedError
+from harness.errors import SchemaVersionError, StoreError, WorkDirLockedError
 from harness.records import Completion, Sample
 from harness.store import Store
 
@@ -21,6 +21,32 @@ async def test_written_prediction_is_found_by_key(tmp_path):
         await store.write_completions([Completion(sample(), "ok", "reply", "stop")])
         found = await store.lookup_predictions(["k1", "absent"])
     assert list(found) == ["k1"] and found["k1"].text == "reply"
+
+
+async def test_lookups_never_wait_for_the_writer(tmp_path):
+    """Lookups read on the event loop's thread while the store's thread writes: a lookup
+    in the middle of a write transaction answers at once (a reader blocked on the
+    writer's lock would wait out the busy timeout, then fail) with what is committed,
+    and sees the rest once it is."""
+    async with Store(tmp_path) as store:
+        await store.write_completions([Completion(sample(), "ok", "committed")])
+        await store.conn.execute("BEGIN IMMEDIATE")
+        await store.conn.execute(
+            "INSERT INTO predictions (key, model, dataset, idx, replica, status, text, "
+            "attempts, updated) VALUES ('k2', 'm', 'ds', 1, 0, 'ok', 'pending', 1, 0)")
+        found = await store.lookup_predictions(["k1", "k2"])
+        assert {k: p.text for k, p in found.items()} == {"k1": "committed"}
+        await store.conn.execute("COMMIT")
+        found = await store.lookup_predictions(["k1", "k2"])
+        assert {k: p.text for k, p in found.items()} == {"k1": "committed", "k2": "pending"}
+
+
+async def test_a_closed_store_refuses_lookups(tmp_path):
+    store = Store(tmp_path)
+    async with store:
+        pass
+    with pytest.raises(StoreError, match="not open"):
+        await store.lookup_predictions(["k1"])
 
 
 async def test_failed_prediction_is_not_served_as_stored(tmp_path):

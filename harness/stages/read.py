@@ -2,10 +2,11 @@
 
 Rows come from ``validate.selected_rows`` (the selection the run was validated on),
 each rendered once per replica with its prediction key. Samples are looked up in the
-store in batches (one query per batch): a stored prediction goes straight to scoring,
-the rest to the model callers (``--mode eval``: finished as ``missing``). A stored
-prediction whose final outcome is stored too (``harness.outcomes``, one more query per
-batch) is not scored again: its result is rebuilt from the outcome and finished.
+store in batches (one query per batch, on the event loop's thread: see
+``harness.store``): a stored prediction goes straight to scoring, the rest to the model
+callers (``--mode eval``: finished as ``missing``). A stored prediction whose final
+outcome is stored too (``harness.outcomes``, one more query per batch) is not scored
+again: its result is rebuilt from the outcome and finished.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import itertools
 from collections.abc import Iterator, Sequence
 from typing import Literal
 
-import anyio
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
@@ -66,27 +66,17 @@ async def read(pairs: Sequence[tuple[ModelSpec, DatasetSpec]], limit: int | None
     ``model_send`` when ``predict``, else finished as ``missing``. A PPL sample's
     likelihoods are stored per request, not under its key: it goes to the model
     callers, or in ``--mode eval`` is completed from the store.
-
-    Each batch is looked up while the one before it is routed: the store's thread
-    answers while this one works, instead of one waiting for the other.
     """
-    async with model_send, outlet, anyio.create_task_group() as lookups:
+    async with model_send, outlet:
         for model, dataset in pairs:
             if likelihoods is not None and dataset.abbr in likelihoods.datasets:
                 for sample in samples(model, dataset, limit):
                     await _likelihoods(sample, model, likelihoods, predict, model_send,
                                        outlet, collect, progress)
                 continue
-            ahead: _Lookup | None = None
             for batch in _batches(samples(model, dataset, limit), batch_size):
-                lookup = _Lookup(batch)
-                lookups.start_soon(lookup.run, store, outcomes)
-                if ahead is not None:
-                    await _route(ahead, predict, model_send, outlet, collect, progress,
-                                 outcomes)
-                ahead = lookup
-            if ahead is not None:
-                await _route(ahead, predict, model_send, outlet, collect, progress, outcomes)
+                lookup = await _Lookup.of(batch, store, outcomes)
+                await _route(lookup, predict, model_send, outlet, collect, progress, outcomes)
 
 
 def _batches(items: Iterator[Sample], size: int) -> Iterator[list[Sample]]:
@@ -121,33 +111,35 @@ def _missing(sample: Sample) -> SampleResult:
 
 class _Lookup:
     """What the store holds for one batch of samples: their stored predictions, and the
-    outcomes stored for those (two queries, run as a task of their own)."""
+    outcomes stored for those (two queries)."""
 
-    def __init__(self, batch: list[Sample]) -> None:
+    def __init__(self, batch: list[Sample], stored: list[StoredPrediction | None],
+                 keys: list[str | None],
+                 found: dict[str, tuple[str, VerdictRecord | None]]) -> None:
         self.batch = batch
         #: Each sample's stored prediction (``None``: none stored).
-        self.stored: list[StoredPrediction | None] = []
+        self.stored = stored
         #: Each sample's outcome key (``None``: no stored prediction, or not cacheable).
-        self.keys: list[str | None] = []
-        self.found: dict[str, tuple[str, VerdictRecord | None]] = {}
-        self.done = anyio.Event()
+        self.keys = keys
+        #: Outcome key → the stored outcome and, for a judged sample, its verdict.
+        self.found = found
 
-    async def run(self, store: Store, outcomes: Outcomes | None) -> None:
-        """Look the batch up; ``done`` is set when everything is here."""
-        stored = await store.lookup_predictions([s.key for s in self.batch])
-        self.stored = [stored.get(s.key) for s in self.batch]
-        self.keys = [None if hit is None or outcomes is None else
-                     outcomes.key(s, hit.text, hit.finish_reason, hit.reasoning)
-                     for s, hit in zip(self.batch, self.stored, strict=True)]
-        wanted = [key for key in self.keys if key is not None]
-        if wanted:
-            self.found = await store.lookup_outcomes(wanted)
-        self.done.set()
+    @classmethod
+    async def of(cls, batch: list[Sample], store: Store,
+                 outcomes: Outcomes | None) -> _Lookup:
+        """Look ``batch`` up."""
+        hits = await store.lookup_predictions([s.key for s in batch])
+        stored = [hits.get(s.key) for s in batch]
+        keys = [None if hit is None or outcomes is None else
+                outcomes.key(s, hit.text, hit.finish_reason, hit.reasoning)
+                for s, hit in zip(batch, stored, strict=True)]
+        wanted = [key for key in keys if key is not None]
+        found = await store.lookup_outcomes(wanted) if wanted else {}
+        return cls(batch, stored, keys, found)
 
 
-#: Samples finished or sent to scoring between two checkpoints: the next batch's lookup
-#: (a task) needs the event loop between its two queries, and routing stored outcomes
-#: never waits.
+#: Samples finished or sent to scoring between two checkpoints: routing stored outcomes
+#: never waits, and the other stages (scoring, the judge) need the event loop too.
 ROUTE_SLICE = 64
 
 
@@ -156,7 +148,6 @@ async def _route(lookup: _Lookup, predict: bool, model_send: ObjectSendStream[Sa
                  outcomes: Outcomes | None) -> None:
     """Finish the samples of a looked-up batch that have a stored outcome, send the
     other stored predictions to scoring and the rest to the model."""
-    await lookup.done.wait()
     unyielded = 0
     for sample, hit, key in zip(lookup.batch, lookup.stored, lookup.keys, strict=True):
         if hit is None and predict:
