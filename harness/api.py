@@ -125,13 +125,16 @@ async def open_run(config: str | Path | RunConfig | None = None,
     """
     options = RunOptions.of(options, settings)
     mode, limit = options.mode, options.limit
+    # The store's pages are read while the config loads and the datasets are validated
+    # (see IntactCheck), from the moment the work directory is known.
+    work = await _resolved(options.work_dir) if options.work_dir else None
+    intact = IntactCheck(work) if work is not None else None
     run_config = _load(config, datasets, models)
-    # Without a work_dir, each config gets its own, so two configs never share a store.
-    default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
-    # Resolved once: a symlink re-pointed during the run must not move its files.
-    work = Path(await anyio.Path(options.work_dir or run_config.work_dir or default).resolve())
-    # The store's pages are read while the datasets are (see IntactCheck).
-    intact = IntactCheck(work)
+    if work is None:
+        # Without a work_dir, each config gets its own, so two configs never share a store.
+        default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
+        work = await _resolved(run_config.work_dir or default)
+        intact = IntactCheck(work)
     specs = resolve_models(run_config.models, options.overrides)
     rows = {d.abbr: validate_dataset(d, limit).rows * d.n for d in run_config.datasets}
     # A run that predicts and scores needs what the evaluators need (a code sandbox)
@@ -215,6 +218,12 @@ async def _print_until_cancelled(scope: anyio.CancelScope, progress: Progress) -
 
     with scope:
         await print_progress(progress)
+
+
+async def _resolved(work_dir: str | Path) -> Path:
+    """``work_dir`` resolved once: a symlink re-pointed during the run must not move its
+    files."""
+    return Path(await anyio.Path(work_dir).resolve())
 
 
 def _load(config: str | Path | RunConfig | None,
