@@ -129,21 +129,29 @@ async def open_run(config: str | Path | RunConfig | None = None,
     # (see IntactCheck), from the moment the work directory is known.
     work = await _resolved(options.work_dir) if options.work_dir else None
     intact = IntactCheck(work) if work is not None else None
-    run_config = _load(config, datasets, models)
-    if work is None:
-        # Without a work_dir, each config gets its own, so two configs never share a store.
-        default = f"outputs/{run_config.path.stem}" if run_config.path else "outputs/default"
-        work = await _resolved(run_config.work_dir or default)
-        intact = IntactCheck(work)
-    specs = resolve_models(run_config.models, options.overrides)
-    rows = {d.abbr: validate_dataset(d, limit).rows * d.n for d in run_config.datasets}
-    # A run that predicts and scores needs what the evaluators need (a code sandbox)
-    # before its first request. ``--mode eval`` sends none, so it finds out per sample:
-    # a stored execution scores without a sandbox, the others are sandbox errors.
-    if mode == "all":
-        for dataset in run_config.datasets:
-            if dataset.evaluator is not None:
-                dataset.evaluator.check_ready()
+    try:
+        run_config = _load(config, datasets, models)
+        if work is None:
+            # Without a work_dir, each config gets its own, so two configs never share a
+            # store.
+            default = (f"outputs/{run_config.path.stem}" if run_config.path
+                       else "outputs/default")
+            work = await _resolved(run_config.work_dir or default)
+            intact = IntactCheck(work)
+        specs = resolve_models(run_config.models, options.overrides)
+        rows = {d.abbr: validate_dataset(d, limit).rows * d.n for d in run_config.datasets}
+        # A run that predicts and scores needs what the evaluators need (a code sandbox)
+        # before its first request. ``--mode eval`` sends none, so it finds out per
+        # sample: a stored execution scores without a sandbox, the others are sandbox
+        # errors.
+        if mode == "all":
+            for dataset in run_config.datasets:
+                if dataset.evaluator is not None:
+                    dataset.evaluator.check_ready()
+    except BaseException:
+        if intact is not None:
+            intact.cancel()  # the run stops before its store opens: nobody waits for it
+        raise
     progress = progress or Progress()
     started = time.monotonic()
     async with contextlib.AsyncExitStack() as stack:

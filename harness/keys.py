@@ -44,6 +44,9 @@ class KeyTemplate:
     """
 
     def __init__(self, kind: str, varying: Sequence[str], **shared: Any) -> None:
+        # content_key would refuse a part given twice; the dicts below would keep one.
+        if twice := set(varying) & {"kind", *shared}:
+            raise ValueError(f"key parts both shared and varying: {sorted(twice)}")
         text = _canonical({"kind": kind, **shared, **{name: _SLOT for name in varying}})
         pieces = text.split(_canonical(_SLOT))
         if len(pieces) != len(varying) + 1:

@@ -45,9 +45,9 @@ __all__ = ["Pipeline", "Starter"]
 
 #: Samples looked up in the store per query (predictions, then verdicts): one query per
 #: batch instead of one per sample, small enough to start the first calls at once. The
-#: reader's batches grow to the concurrency (up to ``LOOKUP_BATCH_MAX``): more callers
-#: than a batch may finish during one lookup, and a caller that finds no sample waiting
-#: costs more than its call's own handling (a wait in the stream per sample).
+#: reader's batches grow to the concurrency (up to ``LOOKUP_BATCH_MAX``): a batch at a
+#: time keeps every caller fed, and a caller that finds no sample waiting costs more
+#: than its call's own handling (a wait in the stream per sample).
 LOOKUP_BATCH = 256
 
 #: Keys per lookup query at most: SQLite before 3.32 takes 999 parameters per query.
@@ -65,8 +65,8 @@ SCORE_BUFFER = 16
 #: all that waits in one transaction. A commit takes four round trips to the store's
 #: thread, each resumed by the event loop: at high concurrency one loop pass runs
 #: hundreds of callers' work, and a caller may finish a sample or two (two rows each)
-#: per pass, so the buffer holds eight rows per caller (at -c 1024 two or four per
-#: caller had callers wait for the writer, a third of them at two).
+#: per pass, so the buffer holds eight rows per caller (fewer had callers wait for the
+#: writer: ``bench/README.md``).
 STORE_BUFFER, STORE_BUFFER_PER_CALLER = 1024, 8
 
 #: Samples waiting for the judge. Large enough that a rate-limited judge does not hold

@@ -4,13 +4,14 @@ it arrives, and the final outcome of every scored sample (``harness.outcomes``).
 One ``Store`` owns two connections: an aiosqlite one, whose thread does every write, and
 a reader on the event loop's own thread for every query once the store is open. Reading
 from the writer's thread cost more than the queries: ``sqlite3`` lets go of the GIL around
-each row it steps to, so a lookup of a few hundred rows handed the GIL back and forth with
-a busy event loop a few hundred times, and the read stage of a stored rerun spent about
-two fifths of its time waiting for lookups that take 2–4 ms of work per batch (see
-``bench/README.md``, "Lookups on the event loop's thread"). In WAL mode a reader never
-waits for the writer and sees what it has committed. WAL with ``synchronous=NORMAL``
-means a committed row survives the process being killed (SIGKILL) at any point; at most
-the requests in flight at that moment are lost. A lock on the work directory itself keeps a
+each row it steps to, so a lookup handed the GIL back and forth with a busy event loop once
+per row, and a stored rerun waited on its lookups (``bench/README.md``, "Lookups on the
+event loop's thread"). A read blocks the loop while it runs, so every query stays one
+indexed lookup of a batch, or runs before the pipeline starts. In WAL mode a reader
+never waits for the writer and sees what it has committed (not a batch still being
+written). WAL with ``synchronous=NORMAL`` means a committed row survives the process
+being killed (SIGKILL) at any point; at most the requests in flight at that moment are
+lost. A lock on the work directory itself keeps a
 second process off it. API keys never reach the store: rows hold keys (hashes), texts
 and statuses only.
 
@@ -22,6 +23,7 @@ message, and every transaction committed before stays committed.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -211,7 +213,8 @@ class IntactCheck:
 
     The check runs before the store's lock is taken: reading is safe beside another
     process (WAL readers see a committed snapshot), and that process's lock still stops
-    this run when the store opens.
+    this run when the store opens. A run that fails before its store opens ``cancel``s
+    the check, which would otherwise read the whole file for nobody.
     """
 
     def __init__(self, work_dir: str | Path) -> None:
@@ -219,6 +222,8 @@ class IntactCheck:
         self._answer: str | None = None
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
+        self._conn: sqlite3.Connection | None = None
+        self._cancelled = threading.Event()
         try:
             exists = self.path.is_file()
         except OSError:  # an unusable work directory: the store says what is wrong
@@ -230,13 +235,25 @@ class IntactCheck:
 
     def _run(self) -> None:
         try:
-            conn = sqlite3.connect(self.path, isolation_level=None)
+            # Not bound to this thread: ``cancel`` interrupts it from another.
+            conn = self._conn = sqlite3.connect(self.path, isolation_level=None,
+                                                check_same_thread=False)
             try:
-                self._answer = _quick_check(conn.execute(_QUICK_CHECK).fetchone())
+                if not self._cancelled.is_set():
+                    self._answer = _quick_check(conn.execute(_QUICK_CHECK).fetchone())
             finally:
+                self._conn = None
                 conn.close()
         except BaseException as exc:  # handed to the coroutine that awaits the answer
             self._error = exc
+
+    def cancel(self) -> None:
+        """Stop the check: no store will wait for its answer."""
+        self._cancelled.set()
+        conn = self._conn
+        if conn is not None:
+            with contextlib.suppress(sqlite3.ProgrammingError):  # closed meanwhile: done
+                conn.interrupt()
 
     @property
     def started(self) -> bool:
@@ -265,7 +282,8 @@ def _quick_check(row: Sequence[Any] | None) -> str | None:
 
 
 class Store:
-    """Async access to ``WORK_DIR/harness.db``; use as ``async with Store(work_dir)``.
+    """``WORK_DIR/harness.db``; use as ``async with Store(work_dir)`` (which thread runs
+    what: see the module docstring).
 
     ``intact``: an ``IntactCheck`` of the same work directory started earlier, whose
     answer replaces the check the store would run when it opens.
@@ -282,7 +300,11 @@ class Store:
         self._intact = intact
 
     async def __aenter__(self) -> Store:
-        self._acquire_lock()
+        try:
+            self._acquire_lock()
+        except BaseException:
+            await self.aclose()
+            raise
         try:
             _check_writable(self.work_dir)
             self._conn = await aiosqlite.connect(self.path, isolation_level=None)
@@ -305,9 +327,12 @@ class Store:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the connection and release the work-directory lock (even when cancelled)."""
+        """Close both connections and release the work-directory lock (even when
+        cancelled)."""
         import anyio
 
+        if self._intact is not None:
+            self._intact.cancel()  # a store that failed to open never waited for it
         if self._reader is not None:
             reader, self._reader = self._reader, None
             reader.close()
@@ -320,17 +345,22 @@ class Store:
             self._lock_fd = None
 
     def _read(self, sql: str, params: Sequence[Any], doing: str) -> list[Any]:
-        """The rows of one query, on the event loop's thread (see the module docstring)."""
+        """The rows of one query, on the event loop's thread (see the module docstring).
+        A store used from a thread other than the one that opened it is a bug of the
+        caller: ``sqlite3``'s ``ProgrammingError`` says so, and is raised as it is."""
         if self._reader is None:
             raise StoreError("store is not open")
         try:
             return self._reader.execute(sql, params).fetchall()
+        except sqlite3.ProgrammingError:
+            raise
         except sqlite3.Error as exc:
             raise self._error(doing, exc) from exc
 
     @property
     def conn(self) -> aiosqlite.Connection:
-        """The open connection (raises if the store is closed)."""
+        """The writer's connection, in the store's thread (raises if the store is
+        closed)."""
         if self._conn is None:
             raise StoreError("store is not open")
         return self._conn
@@ -507,7 +537,8 @@ class Store:
         """Commit one execution (never a ``sandbox_error``: that is retried).
 
         One statement, so it commits on its own, or joins a batch of
-        ``write_completions`` in progress on this connection."""
+        ``write_completions`` in progress on this connection (and lookups see it when
+        that batch commits: the same program met meanwhile runs again)."""
         if execution.outcome == "sandbox_error":
             return
         row = (key, execution.outcome, execution.exit_code, execution.stdout,
@@ -587,8 +618,9 @@ def _open_reader(path: Path) -> sqlite3.Connection:
     reader = sqlite3.connect(path, isolation_level=None)
     try:
         reader.execute("PRAGMA query_only=ON")
-        # A WAL reader waits only while a connection opens or recovers the file.
-        reader.execute("PRAGMA busy_timeout=10000")
+        # A WAL reader is refused only while another connection recovers the file, and
+        # it waits on the event loop's thread: briefly, then the run stops with the error.
+        reader.execute("PRAGMA busy_timeout=200")
     except BaseException:
         reader.close()
         raise

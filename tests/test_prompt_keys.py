@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from harness.keys import prediction_key
 from harness.prompt import PromptTemplate, RawPromptTemplate, fill
 
@@ -99,6 +101,17 @@ def test_key_template_gives_content_key_byte_for_byte():
     assert prediction_key(messages=messages, replica=2, **completions) == content_key(
         "prediction", model=shared["model"], gen=shared["gen"], replica=2, api="completions",
         prompt="S\nq")
+
+
+def test_a_key_part_both_shared_and_varying_is_refused():
+    """``content_key`` cannot take a part twice; a template must not keep one silently,
+    or two different values of it would give one key."""
+    from harness.keys import KeyTemplate
+
+    with pytest.raises(ValueError, match="replica"):
+        KeyTemplate("prediction", ("messages", "replica"), replica=0)
+    with pytest.raises(ValueError, match="kind"):
+        KeyTemplate("prediction", ("kind",))
 
 
 def test_verdict_keys_are_the_keys_stored_verdicts_were_kept_under():

@@ -19,6 +19,7 @@ import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 from ..config import DatasetSpec
+from ..frozen import record
 from ..keys import prediction_keys
 from ..outcomes import Outcomes, restore
 from ..progress import Progress
@@ -75,7 +76,7 @@ async def read(pairs: Sequence[tuple[ModelSpec, DatasetSpec]], limit: int | None
                                        outlet, collect, progress)
                 continue
             for batch in _batches(samples(model, dataset, limit), batch_size):
-                lookup = await _Lookup.of(batch, store, outcomes)
+                lookup = await _look_up(batch, store, outcomes)
                 await _route(lookup, predict, model_send, outlet, collect, progress, outcomes)
 
 
@@ -109,33 +110,30 @@ def _missing(sample: Sample) -> SampleResult:
         cause="no stored prediction")
 
 
+@record
 class _Lookup:
     """What the store holds for one batch of samples: their stored predictions, and the
-    outcomes stored for those (two queries)."""
+    outcomes stored for those."""
 
-    def __init__(self, batch: list[Sample], stored: list[StoredPrediction | None],
-                 keys: list[str | None],
-                 found: dict[str, tuple[str, VerdictRecord | None]]) -> None:
-        self.batch = batch
-        #: Each sample's stored prediction (``None``: none stored).
-        self.stored = stored
-        #: Each sample's outcome key (``None``: no stored prediction, or not cacheable).
-        self.keys = keys
-        #: Outcome key → the stored outcome and, for a judged sample, its verdict.
-        self.found = found
+    batch: list[Sample]
+    #: Each sample's stored prediction (``None``: none stored).
+    stored: list[StoredPrediction | None]
+    #: Each sample's outcome key (``None``: no stored prediction, or not cacheable).
+    keys: list[str | None]
+    #: Outcome key → the stored outcome and, for a judged sample, its verdict.
+    found: dict[str, tuple[str, VerdictRecord | None]]
 
-    @classmethod
-    async def of(cls, batch: list[Sample], store: Store,
-                 outcomes: Outcomes | None) -> _Lookup:
-        """Look ``batch`` up."""
-        hits = await store.lookup_predictions([s.key for s in batch])
-        stored = [hits.get(s.key) for s in batch]
-        keys = [None if hit is None or outcomes is None else
-                outcomes.key(s, hit.text, hit.finish_reason, hit.reasoning)
-                for s, hit in zip(batch, stored, strict=True)]
-        wanted = [key for key in keys if key is not None]
-        found = await store.lookup_outcomes(wanted) if wanted else {}
-        return cls(batch, stored, keys, found)
+
+async def _look_up(batch: list[Sample], store: Store, outcomes: Outcomes | None) -> _Lookup:
+    """``batch``'s stored predictions, then the outcomes stored for those (two queries)."""
+    hits = await store.lookup_predictions([s.key for s in batch])
+    stored = [hits.get(s.key) for s in batch]
+    keys = [None if hit is None or outcomes is None else
+            outcomes.key(s, hit.text, hit.finish_reason, hit.reasoning)
+            for s, hit in zip(batch, stored, strict=True)]
+    wanted = [key for key in keys if key is not None]
+    found = await store.lookup_outcomes(wanted) if wanted else {}
+    return _Lookup(batch, stored, keys, found)
 
 
 #: Samples finished or sent to scoring between two checkpoints: routing stored outcomes
