@@ -32,7 +32,7 @@ SPECIAL_SPACES = ("\u00a0\u2007\u2008\u2009\u200a\u202f\u205f"
                   "\u2000\u2001\u2002\u2003\u2004\u2005\u2006")
 _WIDTH.update({ord(c): " " for c in SPECIAL_SPACES})
 # The same table as a pattern and a dict of strings: a reply has few of its characters
-# (often none), and str.translate looks every character up (some 700 instructions each).
+# (often none), and str.translate looks every character up.
 _FOLDABLE = re.compile("[" + "".join(re.escape(chr(code)) for code in _WIDTH) + "]")
 _FOLDED = {chr(code): "" if to is None else chr(to) if isinstance(to, int) else to
            for code, to in _WIDTH.items()}
