@@ -19,11 +19,13 @@ def load(module: str) -> ModuleType:
     return sys.modules[module]
 
 
-def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for ``package``: a name of ``exports`` (name → module,
-    relative to ``package``) is imported from its module on first use and kept on the
-    package, so later uses are plain attributes; any other name is an
-    ``AttributeError``."""
+def lazy_exports(package: str, exports: Mapping[str, str]
+                 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A module ``__getattr__`` and ``__dir__`` for ``package``. ``__getattr__`` imports a
+    name of ``exports`` (name → module, relative to ``package``) from its module on
+    first use and keeps it on the package, so later uses are plain attributes; any
+    other name is an ``AttributeError``. ``__dir__`` lists the package's names, loaded
+    or not."""
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)
@@ -33,4 +35,7 @@ def lazy_exports(package: str, exports: Mapping[str, str]) -> Callable[[str], An
         setattr(sys.modules[package], name, value)
         return value
 
-    return __getattr__
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(exports))
+
+    return __getattr__, __dir__

@@ -45,8 +45,4 @@ __all__ = ["EVALUATORS", "EVALUATOR_KEYS", "AccEvaluator", "BaseEvaluator", "Ble
            "SampleScoreEvaluator", "SquadEvaluator", "as_detail", "build_evaluator",
            "judge_plan"]
 
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

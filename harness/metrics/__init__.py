@@ -24,4 +24,4 @@ _EXPORTS = {"ACCURACY": "statistic", "Statistic": "statistic", "MetricValue": "v
 
 __all__ = ["ACCURACY", "MetricValue", "Statistic"]
 
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -72,8 +72,4 @@ __all__ = [
     "xml_tag_postprocessor",
 ]
 
-__getattr__ = lazy_exports(__name__, _EXPORTS)
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

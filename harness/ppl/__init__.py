@@ -26,4 +26,4 @@ _EXPORTS = {"PPLInferencer": "inferencer", "PPLRunner": "runner"}
 
 __all__ = ["PPLInferencer", "PPLRunner"]
 
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

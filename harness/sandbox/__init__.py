@@ -32,4 +32,4 @@ _EXPORTS = {"INSTALL_HINT": "bwrap", "SandboxUnavailable": "bwrap", "check_bwrap
 __all__ = ["INSTALL_HINT", "UNSAFE_ENV", "Execution", "Limits", "Outcome", "SandboxKind",
            "SandboxUnavailable", "check_bwrap", "resolve", "run_program"]
 
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -8,9 +8,9 @@ test suite turns warnings into errors).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from harness.lazy import lazy_exports
 from harness.testing.mock_transport import MockRequest, MockResponse, MockTransport
 from harness.testing.replies import (
     FAULT_KINDS,
@@ -27,7 +27,8 @@ from harness.testing.replies import (
 if TYPE_CHECKING:
     from harness.testing.fake_openai import FakeOpenAI, Responder, Stats
 
-_LAZY = {"FakeOpenAI", "Responder", "Stats"}
+#: Public name → the module defining it, imported on first use.
+_EXPORTS = {"FakeOpenAI": "fake_openai", "Responder": "fake_openai", "Stats": "fake_openai"}
 
 __all__ = [
     "FAULT_KINDS", "FakeOpenAI", "Fault", "FaultPolicy", "MockRequest", "MockResponse",
@@ -35,14 +36,4 @@ __all__ = [
     "fail_for", "fault_rate", "request_key",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    """Resolve the server names from ``harness.testing.fake_openai`` on first use."""
-    if name in _LAZY:
-        return getattr(importlib.import_module("harness.testing.fake_openai"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    """Module attributes including the lazily imported ones."""
-    return sorted(set(globals()) | _LAZY)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
