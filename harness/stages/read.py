@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 from ..config import DatasetSpec
-from ..frozen import record
 from ..keys import prediction_keys
 from ..outcomes import Outcomes, restore
 from ..progress import Progress
@@ -110,7 +110,7 @@ def _missing(sample: Sample) -> SampleResult:
         cause="no stored prediction")
 
 
-@record
+@dataclass(frozen=True)
 class _Lookup:
     """What the store holds for one batch of samples: their stored predictions, and the
     outcomes stored for those."""
