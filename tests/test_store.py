@@ -152,14 +152,21 @@ async def test_a_store_damaged_inside_a_page_is_refused_with_what_is_wrong(tmp_p
     assert (tmp_path / "harness.db").read_bytes() == before
 
 
-async def test_a_check_ahead_of_a_new_store_leaves_the_check_to_the_opening(tmp_path):
+async def test_a_store_made_after_the_check_ahead_is_checked_when_it_opens(tmp_path):
+    """A check started before the store existed read nothing: the store that is there
+    when the run opens it is checked then, and a damaged one is refused."""
+    from harness.errors import StoreCorruptError
     from harness.store import IntactCheck
 
     intact = IntactCheck(tmp_path)  # nothing to read yet
-    assert not intact.started
-    async with Store(tmp_path, intact) as store:
-        await store.write_completions([Completion(sample(), "ok", "reply")])
-    assert IntactCheck(tmp_path).started  # the next run's store is read ahead
+    async with Store(tmp_path) as store:
+        await store.write_completions([Completion(sample(f"k{i:04d}"), "ok", "reply " * 20)
+                                       for i in range(2000)])
+    problem = damage_a_tree_page(tmp_path / "harness.db")
+    with pytest.raises(StoreCorruptError) as raised:
+        async with Store(tmp_path, intact):
+            pass
+    assert problem.splitlines()[-1] in str(raised.value)
 
 
 async def test_a_check_ahead_of_another_directory_is_refused(tmp_path):
