@@ -257,8 +257,10 @@ class IntactCheck:
 
     @property
     def started(self) -> bool:
-        """Whether there was a store to check (a new one is checked when it opens)."""
-        return self._thread is not None
+        """Whether the check has an answer to wait for: not when there was no store yet
+        (a new one is checked when it opens), nor once cancelled (a check stopped early
+        has read only part of the file: the store checks itself)."""
+        return self._thread is not None and not self._cancelled.is_set()
 
     async def answer(self) -> str | None:
         """What the check found wrong (``None``: nothing); a ``sqlite3.Error`` if it

@@ -169,6 +169,25 @@ async def test_a_store_made_after_the_check_ahead_is_checked_when_it_opens(tmp_p
     assert problem.splitlines()[-1] in str(raised.value)
 
 
+async def test_a_cancelled_check_ahead_is_never_taken_for_an_intact_store(tmp_path):
+    """A check cancelled before it finished (a run that stopped before its store
+    opened) says nothing about the file: a store given it checks itself, and refuses
+    a damaged one."""
+    from harness.errors import StoreCorruptError
+    from harness.store import IntactCheck
+
+    async with Store(tmp_path) as store:
+        await store.write_completions([Completion(sample(f"k{i:04d}"), "ok", "reply " * 20)
+                                       for i in range(2000)])
+    problem = damage_a_tree_page(tmp_path / "harness.db")
+    intact = IntactCheck(tmp_path)
+    intact.cancel()
+    with pytest.raises(StoreCorruptError) as raised:
+        async with Store(tmp_path, intact):
+            pass
+    assert problem.splitlines()[-1] in str(raised.value)
+
+
 async def test_a_check_ahead_of_another_directory_is_refused(tmp_path):
     from harness.store import IntactCheck
 
