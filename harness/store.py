@@ -11,9 +11,8 @@ indexed lookup of a batch, or runs before the pipeline starts. In WAL mode a rea
 never waits for the writer and sees what it has committed (not a batch still being
 written). WAL with ``synchronous=NORMAL`` means a committed row survives the process
 being killed (SIGKILL) at any point; at most the requests in flight at that moment are
-lost. A lock on the work directory itself keeps a
-second process off it. API keys never reach the store: rows hold keys (hashes), texts
-and statuses only.
+lost. A lock on the work directory itself keeps a second process off it. API keys never
+reach the store: rows hold keys (hashes), texts and statuses only.
 
 A work directory that cannot be used (a file, not writable, on a full disk) or a store
 that is damaged is a ``StoreError`` naming the path and the cause, raised when the store
