@@ -3,10 +3,10 @@ without the rest of ``math``'s patterns."""
 
 from __future__ import annotations
 
-import re
+from ._lazy_re import compile_lazily
 
-_BOX = re.compile(r"\\(?:boxed|fbox)\b\s*")
-_BARE = re.compile(r"[^\s$]+")  # \boxed 5: up to a space or the closing $
+_BOX = compile_lazily(r"\\(?:boxed|fbox)\b\s*")
+_BARE = compile_lazily(r"[^\s$]+")  # \boxed 5: up to a space or the closing $
 
 
 def find_boxed(text: str) -> list[tuple[int, int, str]]:

@@ -11,40 +11,41 @@ from __future__ import annotations
 
 import re
 
+from ._lazy_re import compile_lazily
 from ._numeric import normalize_numerals, words_to_digits
 from ._text import looks_truncated, sentences
 
-_MARKUP = re.compile(r"\*\*|__|`")
-_LEAD = re.compile(r"^[\s>#*+\-•]+")
-_CLOSING_PUNCT = re.compile(r"[\s.。!,，:：]+$")
-_MATH_AT_END = re.compile(r"(?:\$\$?([^$]+)\$\$?|\\\((.+?)\\\)|\\\[(.+?)\\\])$", re.DOTALL)
-_HEDGE = re.compile(r"\bor\b|或|\bou\b|\bo\b|\boder\b|\bили\b")
+_MARKUP = compile_lazily(r"\*\*|__|`")
+_LEAD = compile_lazily(r"^[\s>#*+\-•]+")
+_CLOSING_PUNCT = compile_lazily(r"[\s.。!,，:：]+$")
+_MATH_AT_END = compile_lazily(r"(?:\$\$?([^$]+)\$\$?|\\\((.+?)\\\)|\\\[(.+?)\\\])$", re.DOTALL)
+_HEDGE = compile_lazily(r"\bor\b|或|\bou\b|\bo\b|\boder\b|\bили\b")
 # A closing line that does not commit to an answer: a hedge or hypothetical ("could
 # also be", "Suppose $x = 5$"), a rejection ("cannot be $5$"), a plan or a question
 # ("let's try", "we need to check whether"), a step ("Step 1: …", "1 case left").
-_UNCOMMITTED = re.compile(
+_UNCOMMITTED = compile_lazily(
     r"(?i:\b(?:could|might|may|would|perhaps|maybe|possibly|probably|suppose|supposing"
     r"|assume|assuming|if|let's|let\s+us|try|trying|whether|need\s+to|check|verify"
     r"|left|remaining\s+to|next|not|cannot|never|no\s+longer)\b|n't\b)|如果|假设|不是|不能")
-_UNCOMMITTED_LINE = re.compile(r"(?i:^step\s*\d|^si\b|^suppose\b|^if\b)|\?\s*$")
+_UNCOMMITTED_LINE = compile_lazily(r"(?i:^step\s*\d|^si\b|^suppose\b|^if\b)|\?\s*$")
 # Where the clause that states the closing value begins: "…, not $+1$, so the sum is $-50$".
-_CLAUSE = re.compile(r"[,;:]\s|\b(?:so|thus|hence|therefore)\b|所以|因此")
-_FENCE = re.compile(r"^\s*```")
+_CLAUSE = compile_lazily(r"[,;:]\s|\b(?:so|thus|hence|therefore)\b|所以|因此")
+_FENCE = compile_lazily(r"^\s*```")
 # The verb that introduces the answer in a closing sentence.
-_COPULA = re.compile(
+_COPULA = compile_lazily(
     r"(?i:\b(?:is|are|was|were|equals|must\s+be|should\s+be|will\s+be|has|have|gives|"
     r"becomes|est|es|ist|vaut|равно)\b|'s\b|[=:：]|为|是)")
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?")
+_NUMBER = compile_lazily(r"-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?")
 # What may follow a number as its unit ("49 years old", "3 units", "2000 calories").
-_UNIT_TAIL = re.compile(r"^\s*(?:[A-Za-z°%$]+(?:\s+[A-Za-z]+){0,3})?$")
-_WORD_ANSWER = re.compile(r"^(?:(?:facing|due|an?|the)\s+)?([A-Za-z]+)$", re.IGNORECASE)
+_UNIT_TAIL = compile_lazily(r"^\s*(?:[A-Za-z°%$]+(?:\s+[A-Za-z]+){0,3})?$")
+_WORD_ANSWER = compile_lazily(r"^(?:(?:facing|due|an?|the)\s+)?([A-Za-z]+)$", re.IGNORECASE)
 #: Words MATH-style answers are made of (``\text{east}``, ``\text{even}``); any other
 #: word after "is" ("The years were hard.") is prose, not an answer.
 WORD_ANSWERS = frozenset(
     "even odd neither both none north south east west northeast northwest southeast "
     "southwest yes no true false undefined infinite circle ellipse parabola hyperbola line "
     "plane sphere cylinder cone point empty".split())
-_VARIABLE_EQUALS = re.compile(r"^\s*[A-Za-z]\s*=")
+_VARIABLE_EQUALS = compile_lazily(r"^\s*[A-Za-z]\s*=")
 
 
 def _last_sentence(reply: str) -> str:

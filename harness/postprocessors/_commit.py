@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..frozen import record
+from ._lazy_re import compile_lazily
 from ._text import may_match
 
 
@@ -57,7 +58,7 @@ class Candidate:
 # Signals that the model takes back what it said before. Only consulted between two
 # different answers, so it can be generous; bare "mistake"/"error"/"no" are left out
 # because explanations use them ("(A) has no catalyst") without retracting anything.
-CORRECTION = re.compile(
+CORRECTION = compile_lazily(
     r"\b(?:wait|oops|correction|actually|instead|scratch\s+that|on\s+second\s+thought"
     r"|I\s+made\s+an?\s+(?:\w+\s+)?(?:mistake|error)|my\s+(?:mistake|error|bad)|I\s+was\s+wrong"
     r"|that(?:'s|\s+is|\s+was)\s+(?:wrong|incorrect|a\s+mistake)"
@@ -68,7 +69,7 @@ CORRECTION = re.compile(
 
 # A visible change of mind after the answer was given ("12... wait, actually 14").
 # A plain "wait, let me check" is not one: what follows is a check, not a new answer.
-RETRACTION = re.compile(
+RETRACTION = compile_lazily(
     r"(?i:\b(?:wait|hmm|hold\s+on|oh)\b[\s,.!…-]*"
     r"(?:no\b|actually\b|I\s+made|that'?s\s+(?:wrong|not)"
     r"|correction)|\b(?:correction|oops|scratch\s+that|on\s+second\s+thought"
@@ -83,7 +84,7 @@ which only needs to tell two different answers apart."""
 # A hypothetical or negation right before the statement ("whether the answer is A",
 # "I don't think the answer is A"). Only the last few words count: "Since 12 is not
 # divisible by 5 the answer is C" is a committed answer.
-_NOT_COMMITTED = re.compile(
+_NOT_COMMITTED = compile_lazily(
     r"(?:(?:\b(?:if|whether|suppose|supposing|assum\w*|unless|not|never|doubt\w*"
     r"|si|wenn|falls|ob)|n't)\s+|(?:如果|假如|若|もし)\s*)(?:[\w']+\s+){0,2}$",
     re.IGNORECASE,
@@ -97,14 +98,14 @@ def committed_clause(text: str, start: int) -> bool:
 
 # A sentence that only entertains an answer: "If repetition were not allowed, the final
 # answer would be 6", "For unordered pairs it would thus be \\boxed{6}".
-_HYPOTHETICAL = re.compile(
+_HYPOTHETICAL = compile_lazily(
     r"\b(?:if|would|could|might|suppose|supposing|assuming|unless|otherwise|either)\b"
     r"|\bwere\s+not\b|如果|假如|もし", re.IGNORECASE)
 # The words an ASCII sentence needs for _HYPOTHETICAL to match (see may_match): the
 # regex search pays per character, the substring test hardly at all.
 _HYPOTHETICAL_WORDS = ("if", "would", "could", "might", "suppos", "assuming", "unless",
                        "otherwise", "either", "were")
-_SENTENCE_BREAK = re.compile(r"[.!?。！？](?=\s)|\n")
+_SENTENCE_BREAK = compile_lazily(r"[.!?。！？](?=\s)|\n")
 
 
 def sentence_bounds(text: str, start: int, end: int) -> tuple[int, int]:
@@ -161,9 +162,9 @@ def commit(candidates: Sequence[Candidate], text: str,
     return current
 
 
-_DECLARING = re.compile(r"(?i:\banswer\b)|答案|答え|정답")
-_CONCLUDING = re.compile(r"(?i:\b(?:so|therefore|thus|hence|finally|in\s+total|altogether)\b)"
-                         r"|因此|所以")
+_DECLARING = compile_lazily(r"(?i:\banswer\b)|答案|答え|정답")
+_CONCLUDING = compile_lazily(r"(?i:\b(?:so|therefore|thus|hence|finally|in\s+total|altogether)\b)"
+                             r"|因此|所以")
 
 
 def box_rank(text: str, start: int, end: int) -> int:

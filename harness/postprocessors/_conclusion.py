@@ -20,21 +20,24 @@ from __future__ import annotations
 
 import re
 
+from ._lazy_re import compile_lazily
 from ._numeric import NEGATED, NUMBER, canonical, hedged
 from ._text import sentences
 
-_ASIDE_LINE = re.compile(r"(?m)^[ \t]*\([^\n]*\)[ \t.]*$")
-_COMPUTED = re.compile(r"=\s*[$(]*\s*(?=-?\.?\d)")
-_CONTRAST = re.compile(r"(?i:\bbut\s+(?:it|that|the\s+\w+)\s+(?:is|was|'s)\s+\$?)"
-                       r"(?P<n>-?\d+(?:\.\d+)?)")
+_ASIDE_LINE = compile_lazily(r"(?m)^[ \t]*\([^\n]*\)[ \t.]*$")
+_COMPUTED = compile_lazily(r"=\s*[$(]*\s*(?=-?\.?\d)")
+_CONTRAST = compile_lazily(r"(?i:\bbut\s+(?:it|that|the\s+\w+)\s+(?:is|was|'s)\s+\$?)"
+                           r"(?P<n>-?\d+(?:\.\d+)?)")
 # "20 would be wrong": a number named to be rejected, after it.
-_WRONG = re.compile(r"(-?\d+(?:\.\d+)?)\s+(?:would\s+be|is|was)\s+(?:wrong|incorrect|not\s+right)",
-                    re.IGNORECASE)
+_WRONG = compile_lazily(
+    r"(-?\d+(?:\.\d+)?)\s+(?:would\s+be|is|was)\s+(?:wrong|incorrect|not\s+right)",
+    re.IGNORECASE)
 # "about 12–13 years", "somewhere between 12 and 13": a range, not an answer ("22 – 7 = 15"
 # with a dash for minus is a computation).
-_RANGE = re.compile(r"\b(?:about|around|approximately|roughly|somewhere|maybe)\b[^.\n]*?\d\s*"
-                    r"(?:[–—-]|to)\s*\$?\d|\bbetween\s+\$?\d[\d.]*\s+and\s+\$?\d", re.IGNORECASE)
-_CONCLUSION = re.compile(
+_RANGE = compile_lazily(r"\b(?:about|around|approximately|roughly|somewhere|maybe)\b[^.\n]*?\d\s*"
+                        r"(?:[–—-]|to)\s*\$?\d|\bbetween\s+\$?\d[\d.]*\s+and\s+\$?\d",
+                        re.IGNORECASE)
+_CONCLUSION = compile_lazily(
     r"(?i:\b(?:so|therefore|thus|hence|altogether|overall|in\s+total|in\s+all|all\s+told"
     r"|total(?:\s+is|:)?|that\s+means|which\s+means|this\s+means|finally)\b)")
 

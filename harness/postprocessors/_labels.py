@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from ._lazy_re import compile_lazily
+
 #: Labels in the other languages models answer in, and their BBH spelling.
 FOREIGN_LABELS = {
     "wahr": "True", "falsch": "False", "verdadero": "True", "falso": "False", "vrai": "True",
@@ -47,7 +49,7 @@ _CLAIMS = [
 # A closing sentence that states no label of its own: a question, a plan ("we need to
 # decide whether …"), a hypothetical ("If the premises were true, … would be valid"),
 # or someone else's claim ("Jerry says Fidel tells the truth").
-_NO_CLAIM = re.compile(
+_NO_CLAIM = compile_lazily(
     r"(?i:\b(?:whether|need\s+to|check|decide|depends|if|would|could|might|suppose|assume"
     r"|says|said|claims|claimed|states|stated|thinks|either)\b)")
 

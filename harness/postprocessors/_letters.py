@@ -19,6 +19,7 @@ import string
 from dataclasses import dataclass
 
 from ._commit import HEDGE, Candidate, commit, committed_clause
+from ._lazy_re import compile_lazily
 from ._text import FOREIGN_CUE
 
 _MARKDOWN = [
@@ -139,7 +140,7 @@ def tokens(text: str, options: str) -> list[Token]:
     return out
 
 
-_NEGATION = re.compile(
+_NEGATION = compile_lazily(
     r"\b(?:not|than|except|unlike|eliminat\w*|rule\s+out|ruled\s+out|excluding|exclude|"
     r"besides|nor|neither|between|vs\.?|versus|over)\s+$",
     re.IGNORECASE,
@@ -147,7 +148,7 @@ _NEGATION = re.compile(
 
 
 # "(A) is wrong", "B seems too small": the option is mentioned to be ruled out.
-_REJECTED = re.compile(
+_REJECTED = compile_lazily(
     r"[)\]]?\s+(?i:is|are|was|seems|looks|would\s+be|must\s+be)\s+(?i:also\s+|clearly\s+)?"
     r"(?i:incorrect|wrong|false|invalid|impossible|eliminated|ruled\s+out|out|too\s+\w+"
     r"|not\s+(?:correct|right|the\s+answer|possible|valid))\b"

@@ -10,27 +10,28 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
+from ._lazy_re import compile_lazily
 from ._text import SPECIAL_SPACES, fold_width
 
-_LATEX_GROUP = re.compile(r"(?<=\d)(?:\{,\}|\\[,!;: ]|\\text\{,\}|~)(?=\d{3}(?!\d))")
-_SPACE_GROUP = re.compile(rf"(?<=\d)[{SPECIAL_SPACES}'’_](?=\d{{3}}(?!\d))")
+_LATEX_GROUP = compile_lazily(r"(?<=\d)(?:\{,\}|\\[,!;: ]|\\text\{,\}|~)(?=\d{3}(?!\d))")
+_SPACE_GROUP = compile_lazily(rf"(?<=\d)[{SPECIAL_SPACES}'’_](?=\d{{3}}(?!\d))")
 # Groups of exactly three digits after a first group of one to three: 1,000,000.
-_COMMA_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|,\d)")
+_COMMA_GROUPS = compile_lazily(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?!\d|,\d)")
 # Plain spaces are riskier: a group must not run into a word or hyphen
 # ("3 400-gram bags" is three bags, not 3400).
-_SPACE_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![\w-])")
+_SPACE_GROUPS = compile_lazily(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?![\w-])")
 # What each group pattern needs: a separator between two digits. These start with the
 # separator, which the regex engine skips ahead to (then looks back for the digit before
 # it), so ruling a text out costs a few times less than the group patterns' look-behinds
 # tried at every position, and less than starting with a digit class.
-_SEP_BETWEEN_DIGITS = re.compile(rf"[{SPECIAL_SPACES}'’_](?<=\d.)(?=\d)")
-_COMMA_BETWEEN_DIGITS = re.compile(r",(?<=\d,)(?=\d)")
-_SPACE_BETWEEN_DIGITS = re.compile(r" (?<=\d )(?=\d)")
-_FRAC = re.compile(r"\\[dt]?frac\s*\{\s*(-?\d+)\s*\}\s*\{\s*(\d+)\s*\}")
+_SEP_BETWEEN_DIGITS = compile_lazily(rf"[{SPECIAL_SPACES}'’_](?<=\d.)(?=\d)")
+_COMMA_BETWEEN_DIGITS = compile_lazily(r",(?<=\d,)(?=\d)")
+_SPACE_BETWEEN_DIGITS = compile_lazily(r" (?<=\d )(?=\d)")
+_FRAC = compile_lazily(r"\\[dt]?frac\s*\{\s*(-?\d+)\s*\}\s*\{\s*(\d+)\s*\}")
 
-NUMBER = re.compile(r"-(?<![\w)\].]-)(?:\d+(?:\.\d+)?|\.\d+)(?:/\d+)?(?!\d)"
-                    r"|\d(?<![\w.]\d)\d*(?:\.\d+)?(?:/\d+)?(?!\d)"
-                    r"|\.(?<![\w.]\.)\d+(?:/\d+)?(?!\d)")
+NUMBER = compile_lazily(r"-(?<![\w)\].]-)(?:\d+(?:\.\d+)?|\.\d+)(?:/\d+)?(?!\d)"
+                        r"|\d(?<![\w.]\d)\d*(?:\.\d+)?(?:/\d+)?(?!\d)"
+                        r"|\.(?<![\w.]\.)\d+(?:/\d+)?(?!\d)")
 r"""A number after :func:`normalize_numerals`: sign only when not a binary minus (16-3).
 
 ``(?:(?<![\w)\].])-)?(?<![\w.])(?:\d+(?:\.\d+)?|\.\d+)(?:/\d+)?(?!\d)`` written with its
@@ -63,8 +64,8 @@ def normalize_numerals(text: str) -> str:
 
 
 # "2.5 million" is 2500000: a grader reads the magnitude word as part of the number.
-_MAGNITUDE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[ \t]*(thousand|million|billion|trillion)\b"
-                        r"(?!-)", re.IGNORECASE)  # not "3 thousand-dollar bonds"
+_MAGNITUDE = compile_lazily(r"(?<![\w.])(\d+(?:\.\d+)?)[ \t]*(thousand|million|billion|trillion)\b"
+                            r"(?!-)", re.IGNORECASE)  # not "3 thousand-dollar bonds"
 _SCALE = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
 
 
@@ -104,12 +105,12 @@ def canonical(number: str) -> str:
 
 # After the first number, an operator means the span is a computation whose result
 # comes last ("9 * 2 = 18"), not an answer followed by its explanation.
-_OPERATOR = re.compile(r"\s*(?:[-+*/×x÷^=]|\\times|\\cdot|\\div)\s*[-$\\(]*\d")
-_ASIDE = re.compile(r"\([^()]*\)")
-NEGATED = re.compile(r"(?:\b(?:not|instead\s+of|rather\s+than|nor)|n't)\s+\$?-?\d[\d.,/]*",
-                     re.IGNORECASE)
+_OPERATOR = compile_lazily(r"\s*(?:[-+*/×x÷^=]|\\times|\\cdot|\\div)\s*[-$\\(]*\d")
+_ASIDE = compile_lazily(r"\([^()]*\)")
+NEGATED = compile_lazily(r"(?:\b(?:not|instead\s+of|rather\s+than|nor)|n't)\s+\$?-?\d[\d.,/]*",
+                         re.IGNORECASE)
 """A number named only to be rejected: "not 20", "rather than 20", "isn't 20"."""
-_OR = re.compile(r"[\s(]or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?\$?(?=-?\.?\d)", re.IGNORECASE)
+_OR = compile_lazily(r"[\s(]or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?\$?(?=-?\.?\d)", re.IGNORECASE)
 
 
 def hedged(span: str) -> bool:
@@ -139,7 +140,7 @@ def span_value(span: str) -> str | None:
     return canonical(first.group(0))
 
 
-_RESULT = re.compile(r"=\s*|\b(?i:so|therefore|thus|hence|total\s+is|it'?s|is)\s+")
+_RESULT = compile_lazily(r"=\s*|\b(?i:so|therefore|thus|hence|total\s+is|it'?s|is)\s+")
 
 
 def retraction_value(span: str) -> str | None:
@@ -205,14 +206,14 @@ def words_to_number(words: list[str]) -> tuple[int, int] | None:
 
 _WORD = "|".join((*_UNITS, *_TENS))
 # A run of number words, from the same vocabulary words_to_number reads.
-_NUMBER_WORD = re.compile(
+_NUMBER_WORD = compile_lazily(
     rf"\b(?:(?:{'|'.join(_SIGN)})\s+)?(?:{_WORD})"
     rf"(?:[\s-]+(?:and\s+)?(?:{_WORD}|{'|'.join(_SCALES)}))*\b", re.IGNORECASE)
 
 
-_ONE_PRONOUN_BEFORE = re.compile(r"(?i:\b(?:the|no|each|this|that|every|any|which|some|"
-                                 r"another|a)\s+)$")
-_ONE_PRONOUN_AFTER = re.compile(r"(?i:\s+(?:of|another|by|at\s+a\s+time|who|that|which)\b)")
+_ONE_PRONOUN_BEFORE = compile_lazily(r"(?i:\b(?:the|no|each|this|that|every|any|which|some|"
+                                     r"another|a)\s+)$")
+_ONE_PRONOUN_AFTER = compile_lazily(r"(?i:\s+(?:of|another|by|at\s+a\s+time|who|that|which)\b)")
 
 
 def words_to_digits(text: str) -> str:

@@ -22,18 +22,20 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ._commit import HEDGE, Candidate, committed_clause, sentence_bounds
+from ._lazy_re import compile_lazily
 from ._text import sentences, span_after
 
 # "(A) text", "A) text", "A. text", "A: text" at the start of a line.
-_OPTION_LINE = re.compile(r"^[ \t]*(?:\(([A-Z])\)|([A-Z])[).:])[ \t]+(\S.*?)[ \t]*$", re.MULTILINE)
-_CUE = re.compile(
+_OPTION_LINE = compile_lazily(r"^[ \t]*(?:\(([A-Z])\)|([A-Z])[).:])[ \t]+(\S.*?)[ \t]*$",
+                              re.MULTILINE)
+_CUE = compile_lazily(
     r"(?i:\b(?:the\s+)?(?:final\s+|correct\s+|right\s+|best\s+)?(?:answer|option|choice)"
     r"\s*(?:is|would\s+be|should\s+be|must\s+be|will\s+be|=|:)\s*[:：]?)"
 )
-_LEAD = re.compile(r"^(?:that|option|choice)\s+", re.IGNORECASE)
-_CLAUSE = re.compile(r"\s*(?:[,;(]|\s[-–—]\s|\b(?:because|since|as|which|so|for)\b)",
-                     re.IGNORECASE)
-_HEDGE_SPLIT = re.compile(r"\s*,?\s*\b(?:either|or|and/or)\b\s*", re.IGNORECASE)
+_LEAD = compile_lazily(r"^(?:that|option|choice)\s+", re.IGNORECASE)
+_CLAUSE = compile_lazily(r"\s*(?:[,;(]|\s[-–—]\s|\b(?:because|since|as|which|so|for)\b)",
+                         re.IGNORECASE)
+_HEDGE_SPLIT = compile_lazily(r"\s*,?\s*\b(?:either|or|and/or)\b\s*", re.IGNORECASE)
 _STOPWORDS = frozenset("a an the is are of to in on at from and".split())
 _MONTHS = {m: i for i, m in enumerate(
     "jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}
@@ -45,7 +47,7 @@ _DATES = [
     re.compile(r"\b(?P<mm>\d{1,2})[/-](?P<day>\d{1,2})[/-](?P<year>\d{4})\b"),
 ]
 # A word, or a letter in parentheses: "(a)" names an option, it is not the article "a".
-_WORD = re.compile(r"\([a-z]\)|[a-z0-9]+(?:[/.'-][a-z0-9]+)*")
+_WORD = compile_lazily(r"\([a-z]\)|[a-z0-9]+(?:[/.'-][a-z0-9]+)*")
 
 
 def option_texts(test_item: Mapping[str, Any] | None, letters: str) -> dict[str, str]:
@@ -207,12 +209,12 @@ _ORDINALS = ("first second third fourth fifth sixth seventh eighth ninth tenth e
              "twelfth").split()
 # Only a position named as the choice counts: "that's the second option", "the answer is
 # the second option", "I pick the last choice"; not "the first option is two weeks early".
-_ORDINAL = re.compile(
+_ORDINAL = compile_lazily(
     rf"(?P<chosen>\b(?:that's|that\s+is|it's|it\s+is|answer\s+is|choose|pick|select|go\s+with)"
     rf"\s+)?(?:the\s+)?(?P<n>{'|'.join(_ORDINALS)}|last)\s+(?:option|choice|one\s+listed)\b",
     re.IGNORECASE)
-_ORDINAL_REJECTED = re.compile(r"\s+(?:is|seems|looks)\s+(?:wrong|incorrect|false|not)\b",
-                               re.IGNORECASE)
+_ORDINAL_REJECTED = compile_lazily(r"\s+(?:is|seems|looks)\s+(?:wrong|incorrect|false|not)\b",
+                                   re.IGNORECASE)
 
 
 def _apposition(reply: str, start: int, m: re.Match[str]) -> bool:
@@ -254,11 +256,12 @@ def named_after_letter(span: str, letter: str, options: Mapping[str, str]) -> bo
 
 # A closing sentence that names an option without an answer cue: "…, so the shape is a
 # triangle.", "i.e. a heptagon.", or the whole sentence an option ("Eve finished first.").
-_NAMING = re.compile(r"(?i:\b(?:is|are|was|were|be|draws|i\.e\.|namely|that\s+is)[,:]?\s+"
-                     r"(?:(?:just|simply|exactly|clearly)\s+)?)")
-_CLOSING = re.compile(r"(?i:\b(?:so|therefore|thus|hence|i\.e\.|namely|that\s+is|meaning)\b)")
+_NAMING = compile_lazily(r"(?i:\b(?:is|are|was|were|be|draws|i\.e\.|namely|that\s+is)[,:]?\s+"
+                         r"(?:(?:just|simply|exactly|clearly)\s+)?)")
+_CLOSING = compile_lazily(r"(?i:\b(?:so|therefore|thus|hence|i\.e\.|namely|that\s+is|meaning)\b)")
 # A closing sentence that names an option without choosing it.
-_NOT_A_CHOICE = re.compile(r"(?i:\b(?:not|cannot|never|whether|if|could|might|or|either)\b|n't\b)")
+_NOT_A_CHOICE = compile_lazily(
+    r"(?i:\b(?:not|cannot|never|whether|if|could|might|or|either)\b|n't\b)")
 
 
 def concluding_option(reply: str, options: Mapping[str, str]) -> str | None:

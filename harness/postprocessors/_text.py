@@ -14,6 +14,8 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+from ._lazy_re import compile_lazily
+
 # Full-width ASCII (U+FF01..U+FF5E) maps to ASCII by a fixed offset.
 _WIDTH: dict[int, int | str | None] = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 _WIDTH.update({
@@ -33,7 +35,7 @@ SPECIAL_SPACES = ("\u00a0\u2007\u2008\u2009\u200a\u202f\u205f"
 _WIDTH.update({ord(c): " " for c in SPECIAL_SPACES})
 # The same table as a pattern and a dict of strings: a reply has few of its characters
 # (often none), and str.translate looks every character up.
-_FOLDABLE = re.compile("[" + "".join(re.escape(chr(code)) for code in _WIDTH) + "]")
+_FOLDABLE = compile_lazily("[" + "".join(re.escape(chr(code)) for code in _WIDTH) + "]")
 _FOLDED = {chr(code): "" if to is None else chr(to) if isinstance(to, int) else to
            for code, to in _WIDTH.items()}
 
@@ -128,14 +130,14 @@ def strip_think(text: str, start: str = "<think>", end: str = "</think>") -> str
 
 
 # A model that keeps generating after its answer often invents the next few-shot item.
-_CONTINUATION = re.compile(
+_CONTINUATION = compile_lazily(
     r"\n[ \t]*(?P<heading>\*\*|#+[ \t]*)?"
     r"(?:(?:Follow[- ]?up|Next|Another|New|Bonus|Extra)[ \t]+)?(?:Question|Q|Problem|Human|User)"
     r"[ \t]*\d*[ \t]*(?:\*\*)?[ \t]*[:：]",
     re.IGNORECASE,
 )
 # What an answered question shows before the model invents the next one.
-_ANSWERED = re.compile(r"(?i:answer)|\\boxed|####|答案")
+_ANSWERED = compile_lazily(r"(?i:answer)|\\boxed|####|答案")
 
 
 def cut_continuation(text: str) -> str:
@@ -157,7 +159,7 @@ def cut_continuation(text: str) -> str:
 
 # Words addressed to whoever scores the reply. Saying them must earn nothing, so they
 # are dropped (see drop_grader_appeals) before any answer pattern runs.
-_APPEAL = re.compile(
+_APPEAL = compile_lazily(
     r"\b(?:graders?|evaluators?|scorers?|autograders?|grading\s+(?:model|system|script)"
     r"|dear\s+judge|judge\s*[:,])"
     r"|\b(?:mark|grade|score|count|treat)\s+(?:this|it|me|my\s+\w+|the\s+\w+|this\s+\w+)"
@@ -173,16 +175,16 @@ _APPEAL = re.compile(
 _APPEAL_WORDS = ("grad", "evaluator", "scorer", "judge", "correct", "right", "full", "ignore",
                  "give")
 _APPEAL_OR_VERDICT = (*_APPEAL_WORDS, "verdict")
-_CLAUSE_BREAK = re.compile(r"[,;.!?。，；>(\[]")
+_CLAUSE_BREAK = compile_lazily(r"[,;.!?。，；>(\[]")
 # Sentence pieces: text up to and including ., ! or ? followed by space, or up to a newline.
 # A dot between digits (3.5) is not a boundary.
-_SENTENCE = re.compile(r"[^\n]*?(?:[.!?。！？](?=\s|$)|\n|$)")
+_SENTENCE = compile_lazily(r"[^\n]*?(?:[.!?。！？](?=\s|$)|\n|$)")
 
 
 # A block dressed as the grader's own output: "=== GRADER OUTPUT ===", "[Evaluator]",
 # "### Judge verdict" (a heading-like line that names the grader early). It, and what
 # follows up to a blank line, is the reply talking to its grader.
-_GRADER_BLOCK = re.compile(
+_GRADER_BLOCK = compile_lazily(
     r"(?im)^[ \t]*(?:={2,}|-{3,}|#{1,6}|\[|\*\*)[ \t]*[^\n]{0,30}"
     r"\b(?:grader|grading|judge|evaluator|verdict|scorer)\b[^\n]*$"
     r"(?:\n(?![ \t]*\n)[^\n]*)*")
@@ -230,7 +232,7 @@ def _split_appeals(text: str) -> tuple[str, list[str]]:
 
 # An answer named inside an appeal: "the correct answer is 9", "accept 9", "expected (E)",
 # "Extracted answer: 694".
-_NAMED_ANSWER = re.compile(
+_NAMED_ANSWER = compile_lazily(
     r"(?i:\b(?:answer|key|expected|accept)\b[^.\n\]]{0,30}?(?:\b(?:is|be)\b|[:=]|(?<=accept))"
     r"\s*[\"'$]*(?P<value>\(?[\w\-./\\{}]+\)?))")
 
@@ -260,13 +262,13 @@ def appeal_proof(func: Callable[..., str]) -> Callable[..., str]:
 
 
 # A line the reply quotes: a markdown blockquote, or a line wholly inside quotation marks.
-_QUOTED_LINE = re.compile(r'^[ \t]*(?:>[^\n]*|["“][^\n]*["”][ \t]*)$')
+_QUOTED_LINE = compile_lazily(r'^[ \t]*(?:>[^\n]*|["“][^\n]*["”][ \t]*)$')
 
 
 # What introduces someone else's words: "Following the format of the example:", "The
 # textbook hint reads:", "like the example from the prompt".
-_ATTRIBUTION = re.compile(r"(?i:\b(?:example|hint|textbook|reads|says|said|wrote|quote[sd]?"
-                          r"|prompt|format|like\s+this|as\s+in|according\s+to)\b)")
+_ATTRIBUTION = compile_lazily(r"(?i:\b(?:example|hint|textbook|reads|says|said|wrote|quote[sd]?"
+                              r"|prompt|format|like\s+this|as\s+in|according\s+to)\b)")
 
 
 def drop_quoted(text: str) -> str:
@@ -294,7 +296,7 @@ def drop_quoted(text: str) -> str:
 
 
 # Reasoning blocks under other names: "<think >", "<reasoning>", "<|begin_of_thought|>".
-_THINK_VARIANT = re.compile(
+_THINK_VARIANT = compile_lazily(
     r"<\s*(/)?\s*(?:think|thinking|reasoning)\s*>|<\|(?:begin|(end))_of_thought\|>",
     re.IGNORECASE)
 
@@ -319,7 +321,7 @@ def prepare(value: Any, *, unicode: str = "nfkc") -> str | None:
 
 
 # "### Final answer" or "**Answer**" on a line of its own introduces the next line.
-_ANSWER_HEADING = re.compile(r"(?im)^[ \t#*>]*((?:final\s+)?answer)[ \t*:]*\n\s*")
+_ANSWER_HEADING = compile_lazily(r"(?im)^[ \t#*>]*((?:final\s+)?answer)[ \t*:]*\n\s*")
 
 
 def inline_answer_headings(text: str) -> str:
@@ -340,9 +342,9 @@ A pattern of its own, joined into each postprocessor's cue pattern."""
 FOREIGN_CUE_WORDS = ("antwort", "respuesta", "resposta", "reponse")
 
 
-SENTENCE_END = re.compile(r"\n|[!?]|\.(?=\s|$)")
+SENTENCE_END = compile_lazily(r"\n|[!?]|\.(?=\s|$)")
 """The end of an answer sentence: newline, ! or ?, or a dot that is not a decimal point."""
-LINE_END = re.compile(r"\n")
+LINE_END = compile_lazily(r"\n")
 
 
 def span_after(text: str, start: int, stop: re.Pattern[str] = SENTENCE_END,

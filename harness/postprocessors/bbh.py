@@ -15,6 +15,7 @@ from ._boxed import find_boxed
 from ._commit import HEDGE, Candidate, commit, committed_clause
 from ._conclusion import concluded_number
 from ._labels import FOREIGN_LABELS, closing_label
+from ._lazy_re import compile_lazily
 from ._numeric import normalize_numerals, span_value, words_to_digits, words_to_number
 from ._registry import POSTPROCESSORS
 from ._text import (
@@ -52,27 +53,28 @@ def bbh_mcq_postprocess(text: Any, test_item: Mapping[str, Any] | None = None) -
     return choose_option(text, letters, cushion=True, texts=texts)
 
 
-_CUE = re.compile(
+_CUE = compile_lazily(
     r"(?:(?i:\b(?:the\s+)?(?:final\s+|correct\s+)?answer[\"']?\s*(?:is|would\s+be|should\s+be"
     r"|must\s+be|will\s+be|=|:)\s*[:：]?)|" + FOREIGN_CUE + ")"
 )
 # A ticked checkbox ("- [x] No") is the answer it ticks.
-_TICKED = re.compile(r"(?im)^[ \t*-]*\[[xX✓✔]\][ \t]*(.+)$")
-_COUNT_CUE = re.compile(r"(?im)^[ \t*#>-]*total[ \t]*[:=]?[ \t]*(?=\S*\d)")
-_HEDGE = re.compile(r"(?:either\s+)?(\S+)\s+or\s+(\S+)")
+_TICKED = compile_lazily(r"(?im)^[ \t*-]*\[[xX✓✔]\][ \t]*(.+)$")
+_COUNT_CUE = compile_lazily(r"(?im)^[ \t*#>-]*total[ \t]*[:=]?[ \t]*(?=\S*\d)")
+_HEDGE = compile_lazily(r"(?:either\s+)?(\S+)\s+or\s+(\S+)")
 # A label may be followed by its reason: "yes, because …", "yes (Bob tells the truth)".
 _REASON = r"(?:$|[,.;:!]|\s*[(\[]|\s+[-–—]|\s+(?:because|since|as)\b)"
-_YES_NO = re.compile(rf"(yes|no){_REASON}")
-_TRUE_FALSE = re.compile(rf"(true|false){_REASON}")
-_VALID = re.compile(r"(?:the\s+argument\s+is\s+)?(not\s+)?(?:deductively\s+)?(valid|invalid)\b")
+_YES_NO = compile_lazily(rf"(yes|no){_REASON}")
+_TRUE_FALSE = compile_lazily(rf"(true|false){_REASON}")
+_VALID = compile_lazily(r"(?:the\s+argument\s+is\s+)?(not\s+)?(?:deductively\s+)?(valid|invalid)\b")
 # Words before a count that a grader reads past: "a total of 12", "I have twelve fruits".
-_COUNT_LEAD = re.compile(
+_COUNT_LEAD = compile_lazily(
     r"(?:(?:a\s+)?total\s+(?:of\s+)?|(?:i|we|you)\s+have\s+|there\s+(?:are|is)\s+"
     r"|it\s+is\s+|it's\s+|exactly\s+)+"
 )
 # "7, not 8" and "not 8 but 7" settle on 7 (a label or a number only, see _atom).
-_CONTRAST = re.compile(r"(?P<kept>.+?)\s*,\s*(?:and\s+)?not\s+.+|not\s+.+?,?\s+but\s+(?P<but>.+)")
-_LATEX = re.compile(r"\\(?:boxed|text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
+_CONTRAST = compile_lazily(
+    r"(?P<kept>.+?)\s*,\s*(?:and\s+)?not\s+.+|not\s+.+?,?\s+but\s+(?P<but>.+)")
+_LATEX = compile_lazily(r"\\(?:boxed|text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
 _BRACKETS = "()[]{}<>"
 
 
@@ -205,10 +207,10 @@ def _bare(line: str) -> bool:
     return len(words) <= 3 or not _PROSE.intersection(words)
 
 
-_LINE_MARK = re.compile(r"^[ \t]*(?:#+|[-*+•])[ \t]+")  # a heading or bullet, not "-5" or "> )"
-_LIST_ITEM = re.compile(r"^[ \t]*(?:\d+[.)]|[-*+•])[ \t]+([\w'-]+)[ \t]*$")
-_COUNT_SENTENCE = re.compile(r"(?i:\b(?:so|therefore|thus|altogether|in\s+total|total|i\s+have"
-                             r"|there\s+are|that\s+makes|we\s+have|you\s+have)\b)")
+_LINE_MARK = compile_lazily(r"^[ \t]*(?:#+|[-*+•])[ \t]+")  # a heading or bullet, not "-5" or "> )"
+_LIST_ITEM = compile_lazily(r"^[ \t]*(?:\d+[.)]|[-*+•])[ \t]+([\w'-]+)[ \t]*$")
+_COUNT_SENTENCE = compile_lazily(r"(?i:\b(?:so|therefore|thus|altogether|in\s+total|total|i\s+have"
+                                 r"|there\s+are|that\s+makes|we\s+have|you\s+have)\b)")
 _LABELS = frozenset(("Yes", "No", "True", "False", "valid", "invalid"))
 
 

@@ -27,14 +27,15 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from ._lazy_re import compile_lazily
 from ._registry import POSTPROCESSORS
 from ._text import as_text, strip_think
 
-_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+_FENCE = compile_lazily(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = {"", "python", "py", "python3", "py3", "pycon", "ipython"}
-_BEGIN_DONE = re.compile(r"\[BEGIN\]\s*(.*?)\s*(?:\[DONE\]|\Z)", re.DOTALL)
-_CODE_START = re.compile(r"^(?:def |async def |class |import |from \S+ import |@\w)")
-_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_BEGIN_DONE = compile_lazily(r"\[BEGIN\]\s*(.*?)\s*(?:\[DONE\]|\Z)", re.DOTALL)
+_CODE_START = compile_lazily(r"^(?:def |async def |class |import |from \S+ import |@\w)")
+_CALL = compile_lazily(r"\b([A-Za-z_]\w*)\s*\(")
 _BUILTINS = set(dir(builtins))
 
 

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ._lazy_re import compile_lazily
 from ._numeric import normalize_numerals
 from ._registry import POSTPROCESSORS
 from ._text import prepare
 
 # First line, or first sentence/clause: a dot or comma ends it unless it sits inside
 # a number ("3.5", which OpenCompass would cut to "3").
-_FIRST_PART = re.compile(r"\n|(?<!\d)[.,]|[.,](?!\d)")
+_FIRST_PART = compile_lazily(r"\n|(?<!\d)[.,]|[.,](?!\d)")
 # Punctuation goes, except a decimal point between digits.
-_PUNCT = re.compile(r"(?!(?<=\d)\.(?=\d))[^\w\s]")
-_ARTICLES = re.compile(r"\b(?:a|an|the)\b")
+_PUNCT = compile_lazily(r"(?!(?<=\d)\.(?=\d))[^\w\s]")
+_ARTICLES = compile_lazily(r"\b(?:a|an|the)\b")
 
 
 @POSTPROCESSORS.register("general", "general_postprocess")

@@ -19,6 +19,7 @@ from ._commit import (
     committed_clause,
     rank,
 )
+from ._lazy_re import compile_lazily
 from ._registry import POSTPROCESSORS
 from ._text import FOREIGN_CUE, appeal_proof, as_text, inline_answer_headings, prepare, span_after
 
@@ -47,14 +48,14 @@ def extract_boxed_answer(text: Any, strip_double_curly_brace: bool = False) -> s
     return content
 
 
-_LATEX_NOISE = re.compile(r"\s+|\\left|\\right|\\[!,;: ]|\\displaystyle")
+_LATEX_NOISE = compile_lazily(r"\s+|\\left|\\right|\\[!,;: ]|\\displaystyle")
 
 
 def _latex_key(s: str) -> str:
     return _LATEX_NOISE.sub("", re.sub(r"\\[dt]frac", r"\\frac", s))
 
 
-_SIMPLE_NUMBER = re.compile(
+_SIMPLE_NUMBER = compile_lazily(
     r"(?P<sign>-?)(?:(?P<whole>\d+)?\\frac\{(?P<num>\d+)\}\{(?P<den>\d+)\}"
     r"|(?P<dec>\d+(?:\.\d+)?|\.\d+))"
 )
@@ -93,32 +94,32 @@ def _clean(content: str) -> str:
     return content[:-1].rstrip() if content.endswith(".") else content
 
 
-_FINAL = re.compile(
+_FINAL = compile_lazily(
     r"(?i:\b(?:the\s+)?(?:final(?:\s+answer)?\s*[:：]|final\s+answer\s+is\s*[:：]?)"
     r"|\b(?:the\s+)?answer[\"']?\s*(?:is|:)\s*[:：]?\s*[\"']?"
     r"|\bI(?:'ll|\s+will|'d|\s+would)\s+(?:go|stick)\s+with\b)|" + FOREIGN_CUE
 )
 # LaTeX answers may contain ! and ?-free text only rarely, but "3!" is a factorial:
 # the statement ends at a newline or a full stop only.
-_STATEMENT_END = re.compile(r"\n|\.(?=\s|$)|。")
-_MATH_DELIMS = re.compile(r"\$+|\\\(|\\\)|\\\[|\\\]")
+_STATEMENT_END = compile_lazily(r"\n|\.(?=\s|$)|。")
+_MATH_DELIMS = compile_lazily(r"\$+|\\\(|\\\)|\\\[|\\\]")
 # Where an answer stated in prose stops: its reason ("15, because …", "15 since …").
-_REASON = re.compile(r",\s+(?=[A-Za-z]{3,})|\s+(?:because|since|as|which|instead|for)\b")
+_REASON = compile_lazily(r",\s+(?=[A-Za-z]{3,})|\s+(?:because|since|as|which|instead|for)\b")
 # A short answer: LaTeX and symbols, at most a word or two of three letters or more.
-_PROSE_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{4,}")
+_PROSE_WORD = compile_lazily(r"(?<![\\A-Za-z])[A-Za-z]{4,}")
 # "Our answer is correct": a verdict on the answer, not one.
-_JUDGEMENT = re.compile(r"(?i:(?:not\s+|in)?(?:correct|right|wrong|valid|consistent|confirmed|"
-                        r"verified|reasonable|plausible|as\s+follows|below|above))")
+_JUDGEMENT = compile_lazily(r"(?i:(?:not\s+|in)?(?:correct|right|wrong|valid|consistent|confirmed|"
+                            r"verified|reasonable|plausible|as\s+follows|below|above))")
 # Boxes a model copies from the problem or leaves as a blank: not answers.
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = compile_lazily(
     r"\s*(?:\\(?:phantom|hphantom|vphantom)\s*\{.*\}|\?+|\\square|\\Box|\\blacksquare|_+|\\_+"
     r"|\.\.\.|\\ldots|\\dots|\\quad|\\qquad|\\text\{\s*\?*\s*\})?\s*", re.DOTALL)
 # What may sit between boxes that together give one multi-part answer ("\boxed{2} and
 # \boxed{-3}", "x_1 = \boxed{2}, x_2 = \boxed{-3}").
-_JOINED = re.compile(
+_JOINED = compile_lazily(
     r"(?:\s|\$|\\\(|\\\)|\\quad|\\qquad|,|;|&|\\text\{\s*(?:and|,)\s*\}|\band\b"
     r"|[A-Za-z](?:_\{?\w+\}?)?\s*=)*")
-_OR = re.compile(r"\bor\b|\\text\{\s*or\s*\}|\\vee\b")
+_OR = compile_lazily(r"\bor\b|\\text\{\s*or\s*\}|\\vee\b")
 
 
 def _answer_value(span: str) -> Any:
@@ -214,7 +215,7 @@ def math_postprocess_v2(text: Any) -> str:
 
 
 # {"answer": "\\frac{3}{2}"}: a JSON answer field, its string escapes undone.
-_JSON_ANSWER = re.compile(r'"answer"\s*:\s*"((?:[^"\\\n]|\\.)*)"')
+_JSON_ANSWER = compile_lazily(r'"answer"\s*:\s*"((?:[^"\\\n]|\\.)*)"')
 
 
 def _json_answer(m: re.Match[str]) -> str:

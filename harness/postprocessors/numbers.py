@@ -18,6 +18,7 @@ from ._commit import (
     rank,
 )
 from ._conclusion import concluded_number, concludes
+from ._lazy_re import compile_lazily
 from ._numeric import (
     NEGATED,
     hedged,
@@ -42,8 +43,8 @@ from ._text import (
 # GSM8K's answer marker, not a markdown heading ("#### Step 3") or a longer run of #.
 # "#(?<!##)" is "(?<!#)#" put so that the pattern starts with a literal, which the
 # regex engine skips ahead to instead of trying every position of the text.
-_HASHES = re.compile(r"#(?<!##)###(?!#)[ \t]*(?=[-+$\\.\d])(?!\d+\.[ \t]+[^\W\d])")
-_CUE = re.compile(
+_HASHES = compile_lazily(r"#(?<!##)###(?!#)[ \t]*(?=[-+$\\.\d])(?!\d+\.[ \t]+[^\W\d])")
+_CUE = compile_lazily(
     r"(?:(?i:\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:is|would\s+be|should\s+be|must\s+be"
     r"|will\s+be|=|:)\s*[:：]?)|" + FOREIGN_CUE + ")"
 )
@@ -53,15 +54,16 @@ _CUE_WORDS = ("answer", *FOREIGN_CUE_WORDS)
 _RETRACT_WORDS = ("wait", "hmm", "hold", "oh", "correction", "oops", "scratch", "second",
                   "made", "wrong", "actually")
 # Verification the model adds after working out its answer; its numbers are not answers.
-_CHECK_LINE = re.compile(
+_CHECK_LINE = compile_lazily(
     r"(?im)^[ \t\W]*(?:check|verify|verification|sanity\s+check|double[- ]check\w*"
     r"|let\s+me\s+(?:double[- ])?check|let'?s\s+(?:double[- ])?check|proof)\b.*$"
     r"|^.*[✓✔✅].*$"
 )
 _SENTENCE_CLOSE = ".!?。)*"
-_CHECK_FINDS_ERROR = re.compile(r"(?i:\b(?:mistake|error|wrong|incorrect|actually|oops)\b|[✗✘❌])")
+_CHECK_FINDS_ERROR = compile_lazily(
+    r"(?i:\b(?:mistake|error|wrong|incorrect|actually|oops)\b|[✗✘❌])")
 # Filler allowed between a cue and its number: "the answer is approximately $18".
-_LEAD_IN = re.compile(
+_LEAD_IN = compile_lazily(
     r"[\s:$*({\\]*(?:(?:about|approximately|roughly|exactly|only|just|=)\s*[$*]*\s*)?-?\.?\d"
 )
 
@@ -159,12 +161,12 @@ def gsm8k_postprocess(text: Any) -> str:
 
 
 # "Verification:" alone on a line opens a section that only checks the answer above it.
-_VERIFICATION = re.compile(r"(?im)^[ \t#*>-]*(?:verification|check|checking|sanity\s+check"
-                           r"|double[- ]check)[ \t*]*:?[ \t*]*$")
+_VERIFICATION = compile_lazily(r"(?im)^[ \t#*>-]*(?:verification|check|checking|sanity\s+check"
+                               r"|double[- ]check)[ \t*]*:?[ \t*]*$")
 # "- [ ] 10": an option the reply did not tick.
-_UNTICKED = re.compile(r"(?m)^[ \t]*[-*+]?[ \t]*\[ \][^\n]*$")
-_HOURS_MINUTES = re.compile(r"(\d+)\s*(?:hours?|hrs?|h)\s*(?:and\s+)?(\d+)\s*(?:minutes?|mins?)\b",
-                            re.IGNORECASE)
+_UNTICKED = compile_lazily(r"(?m)^[ \t]*[-*+]?[ \t]*\[ \][^\n]*$")
+_HOURS_MINUTES = compile_lazily(
+    r"(\d+)\s*(?:hours?|hrs?|h)\s*(?:and\s+)?(\d+)\s*(?:minutes?|mins?)\b", re.IGNORECASE)
 
 
 def _minutes(m: re.Match[str]) -> str:

@@ -16,13 +16,13 @@ Shared rules (stricter than OpenCompass, which takes the first capital anywhere)
 
 from __future__ import annotations
 
-import re
 import string
 from collections.abc import Mapping
 from typing import Any
 
 from . import _letters, _option_text
 from ._commit import HEDGE, Candidate, commit
+from ._lazy_re import compile_lazily
 from ._registry import POSTPROCESSORS
 from ._text import appeal_proof, looks_truncated, prepare, span_after
 
@@ -30,12 +30,12 @@ ALL_LETTERS = string.ascii_uppercase
 
 # A line-leading option followed by one of these is being discussed, not chosen:
 # "(A) is wrong because …", "B. would double count …".
-_DISCUSSION = re.compile(
+_DISCUSSION = compile_lazily(
     r"[ \t]*(?i:is|are|was|were|says|states|claims|would|could|might|can|cannot|does|doesn't"
     r"|seems|looks|isn't|has|gives|suggests|means|implies|and|or|vs)\b"
 )
-_LINE_PREFIX = re.compile(r"[ \t>#*+-]*")
-_SENTENCE_END = re.compile(r"[ \t]*(?:[.!。][ \t]*)?(?:\n|$)|[ \t]*[.!。](?=\s)")
+_LINE_PREFIX = compile_lazily(r"[ \t>#*+-]*")
+_SENTENCE_END = compile_lazily(r"[ \t]*(?:[.!。][ \t]*)?(?:\n|$)|[ \t]*[.!。](?=\s)")
 
 
 def reply_text(text: Any) -> str:
