@@ -50,8 +50,18 @@ from .records import OutcomeRow, StoreWrite, VerdictRecord
 if TYPE_CHECKING:
     from .sandbox import Execution
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 DB_NAME = "harness.db"
+
+# A rowid table, so rows lie in the order they were written, about the order a rerun
+# looks them up in: a batch's rows share pages. In a WITHOUT ROWID table (schema 4) they
+# lie in the order of their keys, hashes, so a batch's rows are spread over the table.
+_OUTCOMES_TABLE = """CREATE TABLE {name} (
+    key TEXT PRIMARY KEY,
+    outcome TEXT NOT NULL,
+    verdict TEXT,
+    updated REAL NOT NULL
+);"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -103,13 +113,7 @@ CREATE TABLE IF NOT EXISTS executions (
     duration REAL NOT NULL,
     updated REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS outcomes (
-    key TEXT PRIMARY KEY,
-    outcome TEXT NOT NULL,
-    verdict TEXT,
-    updated REAL NOT NULL
-) WITHOUT ROWID;
-"""
+""" + _OUTCOMES_TABLE.format(name="IF NOT EXISTS outcomes")
 
 # A verdict that was paid for (ok or unparsed after its re-asks) is final; an error row
 # only records the failure and is replaced by the next attempt.
@@ -161,8 +165,18 @@ _MIGRATE_2_TO_3: tuple[str, ...] = ()
 # are derived data: a migrated store starts with none and re-scores once.
 _MIGRATE_3_TO_4: tuple[str, ...] = ()
 
+# Schema 5 stores outcomes in a rowid table (see _OUTCOMES_TABLE), their rows copied in
+# the order they were written.
+_MIGRATE_4_TO_5 = (
+    _OUTCOMES_TABLE.format(name="outcomes_v5"),
+    "INSERT INTO outcomes_v5 SELECT key, outcome, verdict, updated FROM outcomes "
+    "ORDER BY updated",
+    "DROP TABLE outcomes",
+    "ALTER TABLE outcomes_v5 RENAME TO outcomes",
+)
+
 #: The migrations that bring a store of each older version to the next one.
-_MIGRATIONS = {1: _MIGRATE_1_TO_2, 2: _MIGRATE_2_TO_3, 3: _MIGRATE_3_TO_4}
+_MIGRATIONS = {1: _MIGRATE_1_TO_2, 2: _MIGRATE_2_TO_3, 3: _MIGRATE_3_TO_4, 4: _MIGRATE_4_TO_5}
 
 # The same inputs give the same outcome, so a second write of a key only refreshes it.
 _UPSERT_OUTCOME = """

@@ -438,6 +438,42 @@ async def test_schema_3_store_is_migrated_keeping_its_rows(tmp_path, server):
     assert stored_outcomes(work) == N
 
 
+async def test_schema_4_store_keeps_its_outcomes_in_write_order(tmp_path, server,
+                                                                no_scoring_after):
+    data = write_arith(tmp_path / "a.jsonl", N)
+    cfg = write_config(tmp_path / "cfg.py", data, models=[_model(server.base_url)])
+    work = tmp_path / "w"
+    await harness.evaluate(cfg, work_dir=work)
+    con = sqlite3.connect(work / "harness.db")
+    # What a schema-4 store looks like: its outcomes in a WITHOUT ROWID table.
+    con.executescript("""
+        CREATE TABLE old (key TEXT PRIMARY KEY, outcome TEXT NOT NULL, verdict TEXT,
+                          updated REAL NOT NULL) WITHOUT ROWID;
+        INSERT INTO old SELECT * FROM outcomes;
+        DROP TABLE outcomes;
+        ALTER TABLE old RENAME TO outcomes;
+        UPDATE meta SET value = '4' WHERE name = 'schema_version';
+    """)
+    con.close()
+    stored = rows(work, "SELECT * FROM outcomes ORDER BY key")
+    assert len(stored) == N
+    async with Store(work):
+        pass
+    assert rows(work, "SELECT value FROM meta WHERE name = 'schema_version'") == [
+        (str(SCHEMA_VERSION),)]
+    assert rows(work, "SELECT * FROM outcomes ORDER BY key") == stored
+    # A rowid table now, its rows in the order they were written.
+    [(sql,)] = rows(work, "SELECT sql FROM sqlite_master WHERE name = 'outcomes'")
+    assert "WITHOUT ROWID" not in sql.upper()
+    written = rows(work, "SELECT updated FROM outcomes ORDER BY rowid")
+    assert written == sorted(written)
+    # The migrated outcomes serve the rerun: nothing is scored again.
+    no_scoring_after()
+    requests = len(server.requests)
+    await harness.evaluate(cfg, work_dir=work)
+    assert len(server.requests) == requests
+
+
 def test_a_result_json_cannot_give_back_exactly_is_not_stored():
     from harness.records import SampleResult
 
