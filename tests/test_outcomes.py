@@ -445,11 +445,14 @@ async def test_schema_4_store_keeps_its_outcomes_in_write_order(tmp_path, server
     work = tmp_path / "w"
     await harness.evaluate(cfg, work_dir=work)
     con = sqlite3.connect(work / "harness.db")
-    # What a schema-4 store looks like: its outcomes in a WITHOUT ROWID table.
+    # What a schema-4 store looks like: its outcomes in a WITHOUT ROWID table, where
+    # they lie in key order. Written in the opposite order here (one batch wrote them
+    # all at once), so a copy in key order is caught.
     con.executescript("""
         CREATE TABLE old (key TEXT PRIMARY KEY, outcome TEXT NOT NULL, verdict TEXT,
                           updated REAL NOT NULL) WITHOUT ROWID;
         INSERT INTO old SELECT * FROM outcomes;
+        UPDATE old SET updated = 1000 - (SELECT count(*) FROM old o WHERE o.key < old.key);
         DROP TABLE outcomes;
         ALTER TABLE old RENAME TO outcomes;
         UPDATE meta SET value = '4' WHERE name = 'schema_version';
@@ -466,7 +469,7 @@ async def test_schema_4_store_keeps_its_outcomes_in_write_order(tmp_path, server
     [(sql,)] = rows(work, "SELECT sql FROM sqlite_master WHERE name = 'outcomes'")
     assert "WITHOUT ROWID" not in sql.upper()
     written = rows(work, "SELECT updated FROM outcomes ORDER BY rowid")
-    assert written == sorted(written)
+    assert written == sorted(written) and len(set(written)) == N
     # The migrated outcomes serve the rerun: nothing is scored again.
     no_scoring_after()
     requests = len(server.requests)
