@@ -9,7 +9,10 @@ the same work directory (a rerun: zero requests expected).
 With ``--profile``, one more fresh harness run (its own work directory, not part of the
 table's timings) is recorded with ``py-spy record`` into ``bench/results/`` and
 summarized: top functions by own time and the main thread's time by category (see
-``bench/profile_summary.py``).
+``bench/profile_summary.py``). One more floor run is recorded the same way, and the two
+main threads' busy samples are compared: harness's HTTP client, socket I/O and event
+loop against the floor's whole work, and what harness does beyond them (extraction,
+keys, store, details) apart.
 
     python bench/bench_pipeline.py -n 2000 -c 64 --latency 0.1
     python bench/bench_pipeline.py -n 10000 -c 64 --latency 0 --profile
@@ -56,25 +59,29 @@ def main() -> None:
         data = bl.write_arith(tmp / "data.jsonl", args.n)
         cfg = bl.write_simple_config(tmp / "bench_cfg.py", data)
         endpoint = ["--model-base-url", server.url, "--model", "fake-model", "-c", str(args.c)]
+        floor_cmd = [bl.PY, "bench/floor_client.py", "--url", server.url,
+                     "-n", str(args.n), "-c", str(args.c)]
         floors, firsts = [], []
         # Interleaved, so a burst of load from elsewhere on the machine hits both alike.
         for i in range(args.repeat):
-            floors.append(bl.measure([bl.PY, "bench/floor_client.py", "--url", server.url,
-                                      "-n", str(args.n), "-c", str(args.c)]))
+            floors.append(bl.measure(floor_cmd))
             firsts.append(bl.measure(bl.harness_run(cfg, tmp / f"work{i}", *endpoint)))
         floor, first = _median(floors), _median(firsts)
         # The rerun uses a finished work directory: the median run's.
         harness_cmd = bl.harness_run(cfg, tmp / f"work{firsts.index(first)}", *endpoint)
         rerun = bl.measure(harness_cmd)
-        profiled = profile_path = None
+        profiled = profile_path = floor_profile_path = None
         if args.profile:
             bl.RESULTS.mkdir(parents=True, exist_ok=True)
             stamp = time.strftime("%Y%m%d-%H%M%S")
-            profile_path = bl.RESULTS / (f"pipeline-n{args.n}-c{args.c}-l{args.latency:g}"
-                                         f"-{stamp}.pyspy.txt")
-            profiled = bl.measure([pyspy, "record", "--idle", "--threads", "-r",
-                                   str(args.rate), "-f", "raw", "-o", str(profile_path), "--",
+            name = f"n{args.n}-c{args.c}-l{args.latency:g}-{stamp}.pyspy.txt"
+            profile_path = bl.RESULTS / f"pipeline-{name}"
+            floor_profile_path = bl.RESULTS / f"pipeline-floor-{name}"
+            record = [pyspy, "record", "--idle", "--threads", "-r", str(args.rate), "-f",
+                      "raw", "-o"]
+            profiled = bl.measure([*record, str(profile_path), "--",
                                    *bl.harness_run(cfg, tmp / "work-profiled", *endpoint)])
+            bl.measure([*record, str(floor_profile_path), "--", *floor_cmd])
     stats = server.stats or {}
     limit = args.n * args.latency / args.c
     rows = []
@@ -92,14 +99,16 @@ def main() -> None:
                      "peak RSS MiB": m["rss_mib"]})
     params = {"N": args.n, "C": args.c, "L": args.latency, "repeat": args.repeat,
               "bg_busy_cpus": bg}
-    # floors + first runs (+ the profiled run); the rerun sends nothing
-    expected = args.n * (2 * args.repeat + bool(args.profile))
+    # floors + first runs (+ the profiled harness and floor runs); the rerun sends nothing
+    expected = args.n * (2 * args.repeat + 2 * bool(args.profile))
     extra = {"physical_limit_s": limit, "server": stats,
              "server_requests_expected": expected}
     summary = None
-    if profile_path is not None:
+    if profile_path is not None and floor_profile_path is not None:
         summary = profile_summary.summarize(profile_path, args.top, args.rate)
         extra["profile"] = summary
+        extra["against_floor"] = profile_summary.against_floor(
+            summary, profile_summary.summarize(floor_profile_path, args.top, args.rate))
     notes = [f"\nphysical limit N×L/C = {limit:.2f} s; server saw {stats.get('total', '?')} "
              f"requests (expected {expected}: the rerun must send none); statuses "
              f"{stats.get('by_status')}"]
@@ -114,6 +123,7 @@ def main() -> None:
         text = io.StringIO()
         with contextlib.redirect_stdout(text):
             profile_summary.print_summary(summary)
+            profile_summary.print_against_floor(extra["against_floor"])
         profile_path.with_suffix(".summary.md").write_text(text.getvalue())
         if not args.json:
             print(text.getvalue(), end="")

@@ -245,6 +245,43 @@ def print_summary(summary: dict[str, Any]) -> None:
         print(f"| {row['stage']} | {row['samples']} | {100 * row['samples'] / busy:.1f} |")
 
 
+#: The main-thread categories a bare HTTP client has too: what ``against_floor`` compares.
+TRANSPORT = (CATEGORIES[0][0], CATEGORIES[1][0], LOOP)
+
+
+def against_floor(harness: dict[str, Any], floor: dict[str, Any]) -> dict[str, Any]:
+    """Busy main-thread samples of a harness profile against a floor client's (same N,
+    rate and server): harness's HTTP client, socket I/O and event loop (``TRANSPORT``)
+    against the floor's whole busy main thread, and the rest of harness's apart."""
+    transport = sum(r["samples"] for r in harness["main_thread"] if r["category"] in TRANSPORT)
+    floor_busy = floor["samples_busy_main_thread"] or 1
+    return {"floor_profile": floor["profile"], "floor_busy": floor_busy,
+            "harness_busy": harness["samples_busy_main_thread"],
+            "harness_transport": transport,
+            "harness_rest": harness["samples_busy_main_thread"] - transport,
+            "rest_by_category": [
+                {"category": r["category"], "samples": r["samples"]}
+                for r in harness["main_thread"]
+                if r["category"] not in (*TRANSPORT, IDLE)]}
+
+
+def print_against_floor(cmp: dict[str, Any]) -> None:
+    """``against_floor``'s figures, in markdown."""
+    floor = cmp["floor_busy"]
+    print(f"\nAgainst the floor client ({cmp['floor_profile']}), busy main-thread samples "
+          "(≈ CPU time at the same rate):\n")
+    print("| main thread | samples | × the floor's |")
+    print("|---|---|---|")
+    print(f"| floor client, all of it | {floor} | 1.00 |")
+    print(f"| harness, all of it | {cmp['harness_busy']} | {cmp['harness_busy'] / floor:.2f} |")
+    print(f"| harness: HTTP client, socket I/O, event loop | {cmp['harness_transport']} | "
+          f"{cmp['harness_transport'] / floor:.2f} |")
+    rest = ", ".join(f"{r['category'].split(' (')[0]} {r['samples']}"
+                     for r in cmp["rest_by_category"])
+    print(f"| harness: the rest ({rest}) | {cmp['harness_rest']} | "
+          f"{cmp['harness_rest'] / floor:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("profile", type=Path)
