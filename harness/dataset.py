@@ -54,7 +54,9 @@ class CustomDataset:
                 if not text.strip():
                     continue
                 try:
-                    row = loads(text)
+                    # Without its line break, so a line cut short is reported at its
+                    # end rather than at column 1 of a line after it.
+                    row = loads(text.rstrip("\r\n"))
                 except json.JSONDecodeError as exc:
                     raise DatasetError(f"malformed JSON: {exc.msg} at column {exc.colno}",
                                        path=str(self.path), line=line_no) from exc

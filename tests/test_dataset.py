@@ -76,7 +76,12 @@ def test_parse_range_rejects_negative_or_malformed_bounds(spec):
     (b'{"q": 1}\n{"q": "\xc3\xa9\xc3\xa9", x}\n',
      r"d\.jsonl:2: malformed JSON: Expecting property name .* at column 13"),
     (b'\xef\xbb\xbf{"q": 1, x}\n', r"d\.jsonl:1: malformed JSON: .* at column 10"),
-], ids=["bom-bad-byte", "multibyte-bad-byte", "multibyte-json", "bom-json"])
+    # A line cut short: the error is at its end, not at column 1 of a line after it.
+    (b'{"q": 1}\n{"q": "abc", "a": 2\n{"q": 3}\n',
+     r"d\.jsonl:2: malformed JSON: Expecting ',' delimiter at column 20"),
+    (b'{"q": 1}\r\n{"q": "abc", "a": 2\r\n', r"d\.jsonl:2: malformed JSON: .* at column 20"),
+], ids=["bom-bad-byte", "multibyte-bad-byte", "multibyte-json", "bom-json", "cut-short",
+        "cut-short-crlf"])
 def test_malformed_jsonl_names_the_column_an_editor_shows(tmp_path, data, message):
     p = tmp_path / "d.jsonl"
     p.write_bytes(data)
