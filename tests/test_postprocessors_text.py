@@ -6,13 +6,16 @@ import pytest
 
 from harness.postprocessors import (
     extract_non_reasoning_content,
+    first_option_postprocess,
     general_postprocess,
+    gsm8k_postprocess,
     xml_tag_postprocessor,
 )
 from harness.postprocessors._text import (
     cut_continuation,
     drop_grader_appeals,
     looks_truncated,
+    reply_cut_off,
     strip_think,
 )
 
@@ -147,6 +150,28 @@ def test_ordinary_text_is_not_an_appeal() -> None:
         "bold", "number"])
 def test_looks_truncated(text: str, truncated: bool) -> None:
     assert looks_truncated(text) is truncated
+
+
+@pytest.mark.parametrize("extract, text, whole, cut", [
+    # Ends on a number or a letter it never committed to: nothing, once cut for length.
+    (gsm8k_postprocess, "Adding 3 and 4 makes 7", "7", ""),
+    (gsm8k_postprocess, "Question: Tom has 2 apples and buys 10 more", "10", ""),
+    (first_option_postprocess, "Looking at (A) first, then (B)", "B", ""),
+    # A committed answer counts, cut or not.
+    (gsm8k_postprocess, "The answer is 7. Let me check", "7", "7"),
+    (first_option_postprocess, "The answer is (B). Let me check", "B", "B"),
+    # A bare answer is what a small max_out_len leaves whole.
+    (gsm8k_postprocess, "7", "7", "7"),
+    (first_option_postprocess, "(B)", "B", "B"),
+    (first_option_postprocess, "B) Paris", "B", "B"),
+], ids=["number", "echoed-question", "option", "committed-number", "committed-option",
+        "bare-number", "bare-option", "option-with-text"])
+def test_a_reply_cut_off_for_length_is_credited_only_what_it_committed_to(
+        extract, text, whole, cut) -> None:
+    assert extract(text) == whole
+    with reply_cut_off(True):
+        assert extract(text) == cut
+    assert extract(text) == whole  # the block ends: later replies are read as before
 
 
 # -- may_match: the literal pre-tests that let extraction skip slow regex scans ----------

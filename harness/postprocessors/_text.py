@@ -8,10 +8,12 @@ cut off, and sentences addressed to a grader dropped.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 from ._lazy_re import compile_lazily
@@ -368,14 +370,41 @@ _DANGLING = frozenset(
 )
 
 
+# Whether the reply being extracted was cut off by the server (``finish_reason``
+# "length"): a cut its text need not show. A context variable, so postprocessors keep
+# OpenCompass's text-only signature; set by the scorer around them (``reply_cut_off``).
+_CUT_OFF: ContextVar[bool] = ContextVar("reply_cut_off", default=False)
+
+
+@contextlib.contextmanager
+def reply_cut_off(cut: bool) -> Iterator[None]:
+    """Within this block, with ``cut`` true (the reply being extracted stopped for
+    length), ``looks_truncated`` is true of any reply longer than a bare answer: only an
+    answer it committed to counts, never the number or option it happens to end on. A
+    reply of a few words ("B", "42", "B) Paris") is an answer a small ``max_out_len``
+    left whole, and is read as before."""
+    token = _CUT_OFF.set(cut)
+    try:
+        yield
+    finally:
+        _CUT_OFF.reset(token)
+
+
+#: Words a reply stopped for length may have and still be read as a bare answer.
+_BARE_ANSWER_WORDS = 3
+
+
 def looks_truncated(text: str) -> bool:
-    """True when ``text`` visibly stops mid-sentence (max-token cut, dropped stream).
+    """True when ``text`` visibly stops mid-sentence (max-token cut, dropped stream), or
+    when the reply being extracted stopped for length (``reply_cut_off``).
 
     A dangling connector word ("…multiply by"), operator ("16 - 3 =") or opening bracket
     at the very end. A cut inside a word cannot be seen and is not reported.
     """
     tail = text.rstrip()
     if not tail:
+        return True
+    if _CUT_OFF.get() and len(tail.split(maxsplit=_BARE_ANSWER_WORDS)) > _BARE_ANSWER_WORDS:
         return True
     if tail[-1] in ",;:([{=+-*/×÷\\–—" and not tail.endswith("**"):
         return True

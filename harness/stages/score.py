@@ -35,6 +35,7 @@ from ..config import DatasetSpec
 from ..evaluators.llm import GenericLLMEvaluator, judge_plan
 from ..outcomes import final_row
 from ..postprocessors import is_extraction_failure
+from ..postprocessors._text import reply_cut_off
 from ..postprocessors.build import BoundPostprocessor
 from ..progress import Progress, StageCounts
 from ..records import (
@@ -203,8 +204,12 @@ class Scorer:
         if dataset.dataset_postprocessor is not None:
             reference = _apply(dataset.dataset_postprocessor, reference, sample.row)
         extracted: Any = completion.text
+        # A reply the server cut off for length concluded nothing: its extractors take
+        # only an answer it committed to (``reply_cut_off``).
+        cut = completion.finish_reason == "length"
         if dataset.pred_postprocessor is not None:
-            extracted = _apply(dataset.pred_postprocessor, completion.text, sample.row)
+            with reply_cut_off(cut):
+                extracted = _apply(dataset.pred_postprocessor, completion.text, sample.row)
         has_rule, judge, judge_all = self.plans[sample.dataset]
         if not has_rule:
             assert judge is not None  # judge_plan: no rule layer means a judge
@@ -215,7 +220,7 @@ class Scorer:
         if judge is not None:  # the rule layer of a cascade: built in its shape at once
             result = functools.partial(result, cascade=True)
         rule, reproducible = await self._rule(dataset, extracted, reference, sample.row,
-                                              result)
+                                              result, cut)
         key = self._key(completion) if reproducible else None
         if judge is None or rule.status not in RULE_DECIDED_STATUSES:
             return rule, key
@@ -239,13 +244,16 @@ class Scorer:
         return JudgeTask(base, row, prediction, reference, has_rule, key)
 
     async def _rule(self, dataset: DatasetSpec, extracted: Any, reference: Any,
-                    row: Mapping[str, Any], result: _ResultOf) -> tuple[SampleResult, bool]:
+                    row: Mapping[str, Any], result: _ResultOf,
+                    cut: bool) -> tuple[SampleResult, bool]:
         """The rule layer's result, and whether it is reproducible (another run would
-        give the same: no timeout, no check that may have hit a quiet time limit)."""
+        give the same: no timeout, no check that may have hit a quiet time limit).
+        ``cut``: the reply stopped for length."""
         evaluator = dataset.evaluator
         assert evaluator is not None
         if evaluator.pred_postprocessor is not None:
-            extracted = _apply(evaluator.pred_postprocessor, extracted, row)
+            with reply_cut_off(cut):
+                extracted = _apply(evaluator.pred_postprocessor, extracted, row)
         if is_extraction_failure(extracted):
             return result("extract_failed", extracted, reference, False), True
         reproducible = True
