@@ -8,6 +8,8 @@ prediction key, so switching never reuses a reply to a different request.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import harness
@@ -57,6 +59,11 @@ async def test_the_api_decides_the_endpoint(tmp_path, api, template, route):
     else:
         assert first["messages"][-1]["content"].startswith(
             "Q: What is" if template == "text" else "What is")
+    # The details say when the prompt's messages went as one text, and only then.
+    rows = [json.loads(line) for line in
+            (tmp_path / "w/details/fake/arith.jsonl").read_text().splitlines()]
+    assert [r.get("api") for r in rows] == [
+        "completions" if route == "completions" else None] * N
 
 
 async def test_switching_the_api_asks_again_and_switching_back_reuses(tmp_path):

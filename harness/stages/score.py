@@ -155,6 +155,8 @@ class Scorer:
                 details["finish_reason"] = completion.finish_reason  # e.g. truncated
             if completion.reasoning:
                 details["reasoning"] = completion.reasoning  # shown, never scored
+            if sample.api == "completions":  # the messages went as one text (``as_text``)
+                details["api"] = "completions"
             rule_correct = None
             if cascade and status in RULE_DECIDED_STATUSES:
                 # A cascade's rule verdict: its details go under "rule_evaluation",
