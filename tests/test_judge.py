@@ -311,20 +311,20 @@ def test_cascade_needs_a_rule_layer():
                                                     prompt_template="grader"))
 
 
-def test_sample_score_fn_takes_precedence_and_sees_rule_postprocessed_prediction():
-    seen = []
-
-    def fn(pred, ref, item):
-        seen.append(pred)
-        return {"correct": pred == ref, "note": "custom"}
-
-    cascade = harness.CascadeEvaluator(
-        llm_evaluator=dict(type=harness.GenericLLMEvaluator, prompt_template="grader"),
-        rule_evaluator=dict(type=harness.AccEvaluator, pred_postprocessor=dict(type="gsm8k")),
-        sample_score_fn=fn)
-    detail = cascade.score_sample("so the answer is 12", "12", {})
-    assert seen == ["12"] and detail["correct"] is True and detail["note"] == "custom"
-    assert cascade.parallel is True  # the seed's default
+async def test_sample_score_fn_takes_precedence_and_sees_rule_postprocessed_prediction(
+        both, data, tmp_path):
+    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="cascade")
+    text = cfg.read_text().replace("parallel=False)", "parallel=False, sample_score_fn=saw)")
+    assert "sample_score_fn=saw" in text
+    cfg.write_text("def saw(pred, ref, item):\n"
+                   "    return {'correct': pred == ref, 'saw': pred}\n" + text)
+    await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    rows = details(tmp_path / "w")
+    # The rule layer's gsm8k postprocessor ran before the function, once: it saw the
+    # number, not the reply.
+    saw = [r["rule_evaluation"]["saw"] for r in rows]
+    assert saw == [harness.gsm8k_postprocess(r["prediction"]) for r in rows]
+    assert saw[0] == "1" and rows[0]["prediction"] == "The answer is 1."
 
 
 def test_generic_llmjudge_postprocess_uses_the_anchored_parser():

@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 
 from harness.postprocessors import (
+    bbh_mcq_postprocess,
     extract_non_reasoning_content,
     first_option_postprocess,
     general_postprocess,
     gsm8k_postprocess,
+    math_postprocess_v2,
     xml_tag_postprocessor,
 )
 from harness.postprocessors._text import (
@@ -164,14 +166,31 @@ def test_looks_truncated(text: str, truncated: bool) -> None:
     (gsm8k_postprocess, "7", "7", "7"),
     (first_option_postprocess, "(B)", "B", "B"),
     (first_option_postprocess, "B) Paris", "B", "B"),
+    # A reply that opens with its option committed to it, however far it went on.
+    (bbh_mcq_postprocess, "(A) The blue jay is second from the left.\n\nExplanation: it",
+     "A", "A"),
+    (bbh_mcq_postprocess, "(B) The red one", "B", "B"),
+    # ...but an option leading a later line may be a list the cut stopped early.
+    (first_option_postprocess, "Let us go through them.\nA. The first option says", "A", ""),
+    # Cut off while taking a boxed answer back: it stands by none.
+    (math_postprocess_v2, "\\boxed{50}. Actually, that's wrong: the sum is $-50$.", "-50", ""),
+    # Cut off after moving past an intermediate box to a closing sentence.
+    (gsm8k_postprocess, "3 × 60 = \\boxed{180} downloads. So 366 downloads in total.",
+     "366", ""),
 ], ids=["number", "echoed-question", "option", "committed-number", "committed-option",
-        "bare-number", "bare-option", "option-with-text"])
+        "bare-number", "bare-option", "option-with-text", "leading-option",
+        "leading-option-short", "later-leading-line", "retracted-box", "intermediate-box"])
 def test_a_reply_cut_off_for_length_is_credited_only_what_it_committed_to(
         extract, text, whole, cut) -> None:
     assert extract(text) == whole
     with reply_cut_off(True):
         assert extract(text) == cut
     assert extract(text) == whole  # the block ends: later replies are read as before
+
+
+def test_a_reply_seen_whole_but_cut_mid_retraction_credits_no_answer() -> None:
+    # A visible cut while taking the box back: the retracted box is not the answer.
+    assert math_postprocess_v2("\\boxed{50}. Wait, no, the sum is") == ""
 
 
 # -- may_match: the literal pre-tests that let extraction skip slow regex scans ----------

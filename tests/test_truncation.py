@@ -17,7 +17,16 @@ from harness.progress import Progress
 from harness.testing import FakeOpenAI, Fault, fail_first
 from harness.testing.workloads import echo_last_user
 
-from .helpers import arith_reply, expected_correct, model_cfg, write_arith, write_config
+from .helpers import (
+    JUDGE_MODEL,
+    arith_reply,
+    expected_correct,
+    fake_judge,
+    model_cfg,
+    write_arith,
+    write_config,
+    write_judge_config,
+)
 
 N = 12
 
@@ -108,3 +117,57 @@ async def test_a_reply_that_stopped_on_its_own_may_end_on_its_answer(tmp_path):
         cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
         report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
     assert report.result("arith")["correct"] == N
+
+
+MATH_RULE = "dict(type=MATHVerifyEvaluator, pred_postprocessor=dict(type='math_postprocess_v2'))"
+GSM8K_RULE = "dict(type=AccEvaluator, pred_postprocessor=dict(type='gsm8k'))"
+
+
+@pytest.mark.parametrize("rule", [GSM8K_RULE, MATH_RULE], ids=["gsm8k", "math"])
+async def test_a_cascade_rule_layer_reads_a_cut_reply_as_cut_and_asks_the_judge(tmp_path, rule):
+    # The rule layer's own pred_postprocessor extracts here (as in math500_cascade.py):
+    # it must see the finish reason as a dataset's does, so the judge decides instead.
+    data = write_arith(tmp_path / "a.jsonl", N)
+    replies = sum_reply("{a} plus {b}, so the sum is {total}.")
+    async with FakeOpenAI(
+            responder=lambda body: fake_judge(body) if body["model"] == JUDGE_MODEL
+            else replies(body),
+            faults=lambda body, attempt: (None if body["model"] == JUDGE_MODEL
+                                          else Fault("length", keep=1000)),
+            models=("fake-model", JUDGE_MODEL)) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, rule=rule)
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    rows = [json.loads(line) for line in
+            (tmp_path / "w/details/fake/arith.jsonl").read_text().splitlines()]
+    # Nothing extracted by the rule layer (it took the sum the reply ends on before).
+    assert [r["rule_evaluation"]["pred"] for r in rows] == [""] * N
+    assert sum(r["model"] == JUDGE_MODEL for r in srv.requests) == N
+    assert report.result("arith")["cascade_stats"]["llm_correct"] == N
+
+
+async def test_the_same_cut_reply_scores_alike_with_and_without_a_judge(tmp_path):
+    # math500.py's extraction sits on the dataset, math500_cascade.py's on the rule layer.
+    data = write_arith(tmp_path / "a.jsonl", N)
+    async with FakeOpenAI(responder=sum_reply("{a} plus {b}, so the sum is {total}."),
+                          faults=lambda body, attempt: Fault("length", keep=1000)) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)],
+                           evaluator="MATHVerifyEvaluator", pred_pp="math_postprocess_v2")
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert report.result("arith")["counts"] == {"extract_failed": N}
+
+
+async def test_an_answer_extracted_from_a_cut_reply_is_not_read_as_cut_again(tmp_path):
+    # The dataset's and the evaluator's pred_postprocessor both extract: the second reads
+    # the answer the first took from the reply, which the cut did not shorten.
+    data = write_arith(tmp_path / "a.jsonl", N)
+    async with FakeOpenAI(responder=lambda body: "The answer is red green blue yellow. Let",
+                          faults=lambda body, attempt: Fault("length", keep=1000)) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)],
+                           evaluator="AccEvaluator, pred_postprocessor=dict(type='bbh-freeform')",
+                           pred_pp="bbh_freeform_postprocess", ref_pp=None,
+                           extra="from harness import AccEvaluator")
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    rows = [json.loads(line) for line in
+            (tmp_path / "w/details/fake/arith.jsonl").read_text().splitlines()]
+    assert report.result("arith")["counts"] == {"ok": N}
+    assert all(r["pred"] == "red green blue yellow" for r in rows)

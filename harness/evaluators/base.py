@@ -66,6 +66,12 @@ class BaseEvaluator:
         with within("pred_postprocessor"):
             self.pred_postprocessor = build_postprocessor(pred_postprocessor)
 
+    def prediction_postprocessors(self) -> tuple[Callable[..., Any], ...]:
+        """The postprocessors a run applies, in order, to the dataset's prediction before
+        ``score_sample`` sees it: this evaluator's ``pred_postprocessor``, if any. The
+        scoring methods never apply them themselves."""
+        return (self.pred_postprocessor,) if self.pred_postprocessor is not None else ()
+
     def score_sample(self, prediction: Any, reference: Any,
                      test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Score one sample: a dict with at least ``correct``, ``pred`` and ``answer``."""

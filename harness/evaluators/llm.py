@@ -100,7 +100,9 @@ class CascadeEvaluator(BaseEvaluator):
     ``parallel=True`` (the default, as in the seed) judges every sample. Either way a
     sample is correct when the rule layer or the judge says so. The rule layer is
     ``sample_score_fn`` when given (it takes precedence and receives the prediction after
-    ``rule_evaluator``'s pred_postprocessor), else ``rule_evaluator``.
+    ``rule_evaluator``'s pred_postprocessor), else ``rule_evaluator``. A run applies
+    the rule layer's pred_postprocessor (``prediction_postprocessors``), so the
+    extraction sees how the reply ended, and math-verify's fast path applies here too.
     """
 
     def __init__(self, llm_evaluator: Mapping[str, Any] | GenericLLMEvaluator,
@@ -156,28 +158,38 @@ class CascadeEvaluator(BaseEvaluator):
         raise NotImplementedError("CascadeEvaluator judges inside a run: use "
                                   "harness.evaluate() or `python -m harness run`")
 
+    def prediction_postprocessors(self) -> tuple[Callable[..., Any], ...]:
+        """Its own ``pred_postprocessor``, then the rule layer's: both extract the
+        prediction the rule layer checks (the judge sees the dataset's prediction)."""
+        rule = self.rule_evaluator
+        return super().prediction_postprocessors() + (
+            rule.prediction_postprocessors() if rule is not None else ())
+
+    def fast_score(self, prediction: Any, reference: Any) -> dict[str, Any] | None:
+        """The rule layer's ``fast_score`` (math-verify's fast path); None with a
+        ``sample_score_fn``."""
+        if self.rule_evaluator is None or self.sample_score_fn is not None:
+            return None
+        return self.rule_evaluator.fast_score(prediction, reference)
+
     async def ascore_sample(self, prediction: Any, reference: Any,
                             test_item: Mapping[str, Any], cache: Any) -> dict[str, Any]:
         """The rule layer's verdict on one sample, for a rule layer that ``executes``."""
         rule = self.rule_evaluator
         assert rule is not None and self.executes
-        if rule.pred_postprocessor is not None:
-            prediction = rule.pred_postprocessor(prediction, test_item=test_item)
         detail: dict[str, Any] = await rule.ascore_sample(prediction, reference, test_item,
                                                           cache)
         return detail
 
     def score_sample(self, prediction: Any, reference: Any,
                      test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """The rule layer's verdict on one sample."""
-        rule = self.rule_evaluator
-        if rule is not None and rule.pred_postprocessor is not None:
-            prediction = rule.pred_postprocessor(prediction, test_item=test_item)
+        """The rule layer's verdict on one sample, whose prediction went through
+        ``prediction_postprocessors()``."""
         if self.sample_score_fn is not None:
             return as_detail(self.sample_score_fn(prediction, reference, test_item),
                              prediction, reference)
-        assert rule is not None
-        return rule.score_sample(prediction, reference, test_item)
+        assert self.rule_evaluator is not None
+        return self.rule_evaluator.score_sample(prediction, reference, test_item)
 
 
 def judge_plan(evaluator: BaseEvaluator | None) -> tuple[bool, GenericLLMEvaluator | None, bool]:

@@ -21,7 +21,15 @@ from ._commit import (
 )
 from ._lazy_re import compile_lazily
 from ._registry import POSTPROCESSORS
-from ._text import FOREIGN_CUE, appeal_proof, as_text, inline_answer_headings, prepare, span_after
+from ._text import (
+    FOREIGN_CUE,
+    appeal_proof,
+    as_text,
+    inline_answer_headings,
+    looks_truncated,
+    prepare,
+    span_after,
+)
 
 
 def last_boxed_only_string(text: Any) -> str | None:
@@ -206,6 +214,8 @@ def math_postprocess_v2(text: Any) -> str:
         tail = reply[cands[-1].end:]
         if RETRACTION.search(tail):
             # "\boxed{50}. Actually, I made a sign error: … so the sum is $-50$."
+            if looks_truncated(tail):
+                return ""  # cut off while taking its answer back: it stands by none
             value = closing_answer(tail)
             if value is not None:
                 cands.append(Candidate(cands[-1].end, len(reply), value))

@@ -146,6 +146,8 @@ def gsm8k_postprocess(text: Any) -> str:
                 and tail.rstrip()[-1:] in _SENTENCE_CLOSE):
             # "3 × 60 = \boxed{180} downloads … So 366 downloads in total.": the box
             # held an intermediate result; the closing sentence is the answer.
+            if looks_truncated(tail):
+                return ""  # cut off after it moved past the box: it concluded nothing
             value = concluded_number(tail, reply[:last.end])
             if value is not None:
                 cands.append(Candidate(last.end, len(reply), value,

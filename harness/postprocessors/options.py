@@ -134,10 +134,13 @@ def choose_option(text: Any, options: Any, *, cushion: bool = True,
     stated, letter = resolve(reply, options, texts)
     if stated:
         return letter
-    if looks_truncated(reply):
-        return ""
     toks = _letters.tokens(reply, options)
     found = _leading(reply, toks, options)
+    # A reply that opens with its option ("(A) The blue jay…") committed to it, however
+    # it goes on; a later line leading with a letter may be a list cut short.
+    opens = found is not None and not reply[:toks[0].start].strip()
+    if not opens and looks_truncated(reply):
+        return ""
     if found is None and cushion:
         found = _concluding(reply, toks, options)
     if found is None and texts:

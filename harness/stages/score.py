@@ -210,8 +210,7 @@ class Scorer:
         # only an answer it committed to (``reply_cut_off``).
         cut = completion.finish_reason == "length"
         if dataset.pred_postprocessor is not None:
-            with reply_cut_off(cut):
-                extracted = _apply(dataset.pred_postprocessor, completion.text, sample.row)
+            extracted = _extract(dataset.pred_postprocessor, completion.text, sample.row, cut)
         has_rule, judge, judge_all = self.plans[sample.dataset]
         if not has_rule:
             assert judge is not None  # judge_plan: no rule layer means a judge
@@ -222,7 +221,7 @@ class Scorer:
         if judge is not None:  # the rule layer of a cascade: built in its shape at once
             result = functools.partial(result, cascade=True)
         rule, reproducible = await self._rule(dataset, extracted, reference, sample.row,
-                                              result, cut)
+                                              result, cut and extracted is completion.text)
         key = self._key(completion) if reproducible else None
         if judge is None or rule.status not in RULE_DECIDED_STATUSES:
             return rule, key
@@ -250,12 +249,14 @@ class Scorer:
                     cut: bool) -> tuple[SampleResult, bool]:
         """The rule layer's result, and whether it is reproducible (another run would
         give the same: no timeout, no check that may have hit a quiet time limit).
-        ``cut``: the reply stopped for length."""
+        ``cut``: ``extracted`` is a reply that stopped for length, as the server sent it."""
         evaluator = dataset.evaluator
         assert evaluator is not None
-        if evaluator.pred_postprocessor is not None:
-            with reply_cut_off(cut):
-                extracted = _apply(evaluator.pred_postprocessor, extracted, row)
+        for postprocessor in evaluator.prediction_postprocessors():
+            before, extracted = extracted, _extract(postprocessor, extracted, row, cut)
+            # Only what reads the reply itself reads a cut reply; the next one reads
+            # an answer already extracted from it.
+            cut = cut and extracted is before
         if is_extraction_failure(extracted):
             return result("extract_failed", extracted, reference, False), True
         reproducible = True
@@ -312,6 +313,15 @@ def _apply(postprocessor: Any, value: Any, row: Mapping[str, Any]) -> Any:
     if isinstance(postprocessor, BoundPostprocessor):
         return postprocessor(value, test_item=row)
     return postprocessor(value)
+
+
+def _extract(postprocessor: Any, value: Any, row: Mapping[str, Any], cut: bool) -> Any:
+    """``_apply`` to a value that is a reply as the server sent it, ``cut`` when it
+    stopped for length: the extractor then takes only an answer it committed to."""
+    if not cut:
+        return _apply(postprocessor, value, row)
+    with reply_cut_off(True):
+        return _apply(postprocessor, value, row)
 
 
 class Dispatch:
