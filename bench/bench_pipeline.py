@@ -6,6 +6,10 @@ against it, each as a child process, and reports wall time against the physical 
 N × L / C, CPU seconds per 1,000 samples and peak RSS. Then runs harness once more on
 the same work directory (a rerun: zero requests expected).
 
+With ``--infer``, each repeat also runs ``harness run --mode infer`` on a fresh work
+directory: the same requests and stored predictions with no scoring, which splits
+harness's cost beyond the floor into its model path and its post-reply scoring.
+
 With ``--profile``, one more fresh harness run (its own work directory, not part of the
 table's timings) is recorded with ``py-spy record`` into ``bench/results/`` and
 summarized: top functions by own time and the main thread's time by category (see
@@ -15,6 +19,7 @@ loop against the floor's whole work, and what harness does beyond them (extracti
 keys, store, details) apart.
 
     python bench/bench_pipeline.py -n 2000 -c 64 --latency 0.1
+    python bench/bench_pipeline.py -n 30000 -c 1024 --latency 0.1 --repeat 3 --infer
     python bench/bench_pipeline.py -n 10000 -c 64 --latency 0 --profile
 """
 
@@ -44,6 +49,8 @@ def main() -> None:
                         help="floor and harness runs, interleaved, each harness run on a "
                              "fresh work directory; rows are the median runs, with the "
                              "range (default 1)")
+    parser.add_argument("--infer", action="store_true",
+                        help="also time `--mode infer` runs (no extraction or scoring)")
     parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=15, help="functions in the profile summary")
     bl.common_args(parser)
@@ -61,12 +68,16 @@ def main() -> None:
         endpoint = ["--model-base-url", server.url, "--model", "fake-model", "-c", str(args.c)]
         floor_cmd = [bl.PY, "bench/floor_client.py", "--url", server.url,
                      "-n", str(args.n), "-c", str(args.c)]
-        floors, firsts = [], []
-        # Interleaved, so a burst of load from elsewhere on the machine hits both alike.
+        floors, firsts, infers = [], [], []
+        # Interleaved, so a burst of load from elsewhere on the machine hits all alike.
         for i in range(args.repeat):
             floors.append(bl.measure(floor_cmd))
             firsts.append(bl.measure(bl.harness_run(cfg, tmp / f"work{i}", *endpoint)))
+            if args.infer:
+                infers.append(bl.measure(bl.harness_run(cfg, tmp / f"infer{i}", *endpoint,
+                                                        "--mode", "infer")))
         floor, first = _median(floors), _median(firsts)
+        infer = _median(infers) if infers else None
         # The rerun uses a finished work directory: the median run's.
         harness_cmd = bl.harness_run(cfg, tmp / f"work{firsts.index(first)}", *endpoint)
         rerun = bl.measure(harness_cmd)
@@ -85,8 +96,9 @@ def main() -> None:
     stats = server.stats or {}
     limit = args.n * args.latency / args.c
     rows = []
-    ranges = {"floor client": floors, "harness": firsts}
-    for name, m in [("floor client", floor), ("harness", first), ("harness rerun", rerun),
+    ranges = {"floor client": floors, "harness": firsts, "harness --mode infer": infers}
+    for name, m in [("floor client", floor), ("harness", first),
+                    ("harness --mode infer", infer), ("harness rerun", rerun),
                     ("harness under py-spy", profiled)]:
         if m is None:
             continue
@@ -99,8 +111,9 @@ def main() -> None:
                      "peak RSS MiB": m["rss_mib"]})
     params = {"N": args.n, "C": args.c, "L": args.latency, "repeat": args.repeat,
               "bg_busy_cpus": bg}
-    # floors + first runs (+ the profiled harness and floor runs); the rerun sends nothing
-    expected = args.n * (2 * args.repeat + 2 * bool(args.profile))
+    # floors + first (+ infer) runs (+ the profiled harness and floor runs); the rerun
+    # sends nothing
+    expected = args.n * ((2 + args.infer) * args.repeat + 2 * bool(args.profile))
     extra = {"physical_limit_s": limit, "server": stats,
              "server_requests_expected": expected}
     summary = None
