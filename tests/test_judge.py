@@ -313,18 +313,27 @@ def test_cascade_needs_a_rule_layer():
 
 async def test_sample_score_fn_takes_precedence_and_sees_rule_postprocessed_prediction(
         both, data, tmp_path):
-    cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="cascade")
+    # The rule layer's postprocessor marks what it returns, so applying it twice shows.
+    cfg = write_judge_config(
+        tmp_path / "cfg.py", data, both.base_url, mode="cascade",
+        rule="dict(type=AccEvaluator, pred_postprocessor=dict(type=mark))")
     text = cfg.read_text().replace("parallel=False)", "parallel=False, sample_score_fn=saw)")
     assert "sample_score_fn=saw" in text
-    cfg.write_text("def saw(pred, ref, item):\n"
-                   "    return {'correct': pred == ref, 'saw': pred}\n" + text)
-    await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    cfg.write_text("from harness import gsm8k_postprocess\n"
+                   "def mark(text):\n"
+                   "    return '<' + text + '>'\n"
+                   "def saw(pred, ref, item):\n"
+                   "    return {'correct': gsm8k_postprocess(pred) == ref, 'saw': pred}\n"
+                   + text)
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
     rows = details(tmp_path / "w")
-    # The rule layer's gsm8k postprocessor ran before the function, once: it saw the
-    # number, not the reply.
+    # The rule layer's postprocessor ran before the function, once.
     saw = [r["rule_evaluation"]["saw"] for r in rows]
-    assert saw == [harness.gsm8k_postprocess(r["prediction"]) for r in rows]
-    assert saw[0] == "1" and rows[0]["prediction"] == "The answer is 1."
+    assert saw == [f"<{r['prediction']}>" for r in rows]
+    # Its verdicts stand: only the samples it marks wrong reach the judge.
+    wrong = sum(not r["rule_evaluation"]["correct"] for r in rows)
+    assert 0 < wrong < len(rows)
+    assert report.result("arith")["cascade_stats"]["llm_evaluated"] == wrong
 
 
 def test_generic_llmjudge_postprocess_uses_the_anchored_parser():

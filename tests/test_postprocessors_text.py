@@ -177,9 +177,23 @@ def test_looks_truncated(text: str, truncated: bool) -> None:
     # Cut off after moving past an intermediate box to a closing sentence.
     (gsm8k_postprocess, "3 × 60 = \\boxed{180} downloads. So 366 downloads in total.",
      "366", ""),
+    # The opening option is discussed, a later line leads with another: no commitment.
+    (bbh_mcq_postprocess, "(A) can be ruled out, the jay is third.\n"
+     "(B) The fox is second from the left. Let me verify this by", "", ""),
+    # An opening option the reply takes back is no commitment either.
+    (bbh_mcq_postprocess, "(A) The blue jay is second from the left.\n"
+     "Wait, that's wrong. Let me recount: the", "", ""),
+    # A box the cut reply went on to confirm in words still stands.
+    (gsm8k_postprocess, "She makes \\boxed{18} dollars. So she makes 18 dollars every day.",
+     "18", "18"),
+    # "Wait, actually" followed by a check that lands on the box again keeps the box.
+    (math_postprocess_v2, "The sum is \\boxed{7}.\n\nWait, actually, let me double-check: "
+     "3 + 4 = 7, which matches", "7", "7"),
 ], ids=["number", "echoed-question", "option", "committed-number", "committed-option",
         "bare-number", "bare-option", "option-with-text", "leading-option",
-        "leading-option-short", "later-leading-line", "retracted-box", "intermediate-box"])
+        "leading-option-short", "later-leading-line", "retracted-box", "intermediate-box",
+        "discussed-then-other-option", "retracted-opening-option", "box-confirmed",
+        "box-checked-again"])
 def test_a_reply_cut_off_for_length_is_credited_only_what_it_committed_to(
         extract, text, whole, cut) -> None:
     assert extract(text) == whole
@@ -191,6 +205,25 @@ def test_a_reply_cut_off_for_length_is_credited_only_what_it_committed_to(
 def test_a_reply_seen_whole_but_cut_mid_retraction_credits_no_answer() -> None:
     # A visible cut while taking the box back: the retracted box is not the answer.
     assert math_postprocess_v2("\\boxed{50}. Wait, no, the sum is") == ""
+
+
+@pytest.mark.parametrize("extract, text, answer", [
+    (gsm8k_postprocess, "3 × 60 = \\boxed{180} downloads in the first hour. "
+     "*So 366 downloads in total.*", "366"),
+    (gsm8k_postprocess, "She has 3 eggs left. *So she makes 18 dollars.*", "18"),
+    (gsm8k_postprocess, "She has 3 eggs left. So she makes 18 dollars.\n\n---", "18"),
+    (math_postprocess_v2, "The sum is $\\boxed{7}$.\n\n*Note: I made a mistake in step 2 "
+     "at first, but it is corrected above.*", "7"),
+    (math_postprocess_v2, "The sum is $\\boxed{7}$.\n\nWait, actually, this agrees with "
+     "the estimate from step 1.\n\n---", "7"),
+    (math_postprocess_v2, "\\boxed{50}. Actually, I made a sign error: the sum is "
+     "$-50$.\n\n---", "-50"),
+    (math_postprocess_v2, "So $x = 5$.\n\n---", "x = 5"),
+], ids=["italic-close-after-box", "italic-close", "rule-after-close", "italic-note-after-box",
+        "rule-after-confirmation", "rule-after-retraction", "rule-after-closing-math"])
+def test_closing_markup_is_not_a_cut(extract, text, answer) -> None:
+    # A finished reply's last "*" or "---" is markdown, not an operator it stopped on.
+    assert extract(text) == answer
 
 
 # -- may_match: the literal pre-tests that let extraction skip slow regex scans ----------

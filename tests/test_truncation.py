@@ -119,6 +119,17 @@ async def test_a_reply_that_stopped_on_its_own_may_end_on_its_answer(tmp_path):
     assert report.result("arith")["correct"] == N
 
 
+def cut_model_and_judge(replies) -> FakeOpenAI:
+    """A server whose model sends ``replies`` stopped for length (whole), and an exact
+    judge."""
+    return FakeOpenAI(
+        responder=lambda body: fake_judge(body) if body["model"] == JUDGE_MODEL
+        else replies(body),
+        faults=lambda body, attempt: (None if body["model"] == JUDGE_MODEL
+                                      else Fault("length", keep=1000)),
+        models=("fake-model", JUDGE_MODEL))
+
+
 MATH_RULE = "dict(type=MATHVerifyEvaluator, pred_postprocessor=dict(type='math_postprocess_v2'))"
 GSM8K_RULE = "dict(type=AccEvaluator, pred_postprocessor=dict(type='gsm8k'))"
 
@@ -129,12 +140,7 @@ async def test_a_cascade_rule_layer_reads_a_cut_reply_as_cut_and_asks_the_judge(
     # it must see the finish reason as a dataset's does, so the judge decides instead.
     data = write_arith(tmp_path / "a.jsonl", N)
     replies = sum_reply("{a} plus {b}, so the sum is {total}.")
-    async with FakeOpenAI(
-            responder=lambda body: fake_judge(body) if body["model"] == JUDGE_MODEL
-            else replies(body),
-            faults=lambda body, attempt: (None if body["model"] == JUDGE_MODEL
-                                          else Fault("length", keep=1000)),
-            models=("fake-model", JUDGE_MODEL)) as srv:
+    async with cut_model_and_judge(replies) as srv:
         cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, rule=rule)
         report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
     rows = [json.loads(line) for line in
@@ -146,12 +152,34 @@ async def test_a_cascade_rule_layer_reads_a_cut_reply_as_cut_and_asks_the_judge(
 
 
 async def test_the_same_cut_reply_scores_alike_with_and_without_a_judge(tmp_path):
-    # math500.py's extraction sits on the dataset, math500_cascade.py's on the rule layer.
+    # math500.py's extraction sits on the dataset, math500_cascade.py's on the rule
+    # layer: the same cut replies must get the same rule verdicts from both.
     data = write_arith(tmp_path / "a.jsonl", N)
-    async with FakeOpenAI(responder=sum_reply("{a} plus {b}, so the sum is {total}."),
+    replies = sum_reply("{a} plus {b}, so the sum is {total}.")
+    async with cut_model_and_judge(replies) as srv:
+        plain = write_config(tmp_path / "plain.py", data, models=[model_cfg(srv.base_url)],
+                             evaluator="MATHVerifyEvaluator", pred_pp="math_postprocess_v2")
+        cascade = write_judge_config(tmp_path / "cascade.py", data, srv.base_url,
+                                     rule=MATH_RULE)
+        await harness.evaluate(plain, work_dir=tmp_path / "plain")
+        await harness.evaluate(cascade, work_dir=tmp_path / "cascade")
+    plain_rows = [json.loads(line) for line in
+                  (tmp_path / "plain/details/fake/arith.jsonl").read_text().splitlines()]
+    cascade_rows = [json.loads(line) for line in
+                    (tmp_path / "cascade/details/fake/arith.jsonl").read_text().splitlines()]
+    assert [(r["status"], r["pred"]) for r in plain_rows] == [("extract_failed", "")] * N
+    assert [r["rule_evaluation"]["pred"] for r in cascade_rows] == [r["pred"] for r in plain_rows]
+
+
+async def test_a_cut_reply_cleaned_of_its_reasoning_is_still_read_as_cut(tmp_path):
+    # strip-think on the dataset only removes the reply's start: the evaluator's gsm8k
+    # extractor still reads a reply that stopped for length, not a finished one.
+    data = write_arith(tmp_path / "a.jsonl", N)
+    async with FakeOpenAI(responder=sum_reply("<think>add</think>{a} plus {b} makes {total}"),
                           faults=lambda body, attempt: Fault("length", keep=1000)) as srv:
         cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)],
-                           evaluator="MATHVerifyEvaluator", pred_pp="math_postprocess_v2")
+                           evaluator="AccEvaluator, pred_postprocessor=dict(type='gsm8k')",
+                           pred_pp="'strip-think'", extra="from harness import AccEvaluator")
         report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
     assert report.result("arith")["counts"] == {"extract_failed": N}
 

@@ -103,6 +103,8 @@ class CascadeEvaluator(BaseEvaluator):
     ``rule_evaluator``'s pred_postprocessor), else ``rule_evaluator``. A run applies
     the rule layer's pred_postprocessor (``prediction_postprocessors``), so the
     extraction sees how the reply ended, and math-verify's fast path applies here too.
+    A prediction that postprocessor extracts nothing from is an extraction failure the
+    judge decides; ``sample_score_fn`` is not called on it.
     """
 
     def __init__(self, llm_evaluator: Mapping[str, Any] | GenericLLMEvaluator,

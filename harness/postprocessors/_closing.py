@@ -13,7 +13,7 @@ import re
 
 from ._lazy_re import compile_lazily
 from ._numeric import normalize_numerals, words_to_digits
-from ._text import looks_truncated, sentences
+from ._text import HORIZONTAL_RULE, looks_truncated, sentences
 
 _MARKUP = compile_lazily(r"\*\*|__|`")
 _LEAD = compile_lazily(r"^[\s>#*+\-•]+")
@@ -49,8 +49,9 @@ _VARIABLE_EQUALS = compile_lazily(r"^\s*[A-Za-z]\s*=")
 
 
 def _last_sentence(reply: str) -> str:
-    """The closing sentence, from the last line that is not a code fence."""
-    lines = [line for line in reply.splitlines() if line.strip() and not _FENCE.match(line)]
+    """The closing sentence, from the last line that is not a code fence or a rule."""
+    lines = [line for line in reply.splitlines()
+             if line.strip() and not _FENCE.match(line) and not HORIZONTAL_RULE.match(line)]
     return sentences(lines[-1])[-1] if lines else ""
 
 

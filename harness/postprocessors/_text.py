@@ -390,8 +390,33 @@ def reply_cut_off(cut: bool) -> Iterator[None]:
         _CUT_OFF.reset(token)
 
 
+def stopped_for_length() -> bool:
+    """Whether the reply being extracted stopped for length (see ``reply_cut_off``)."""
+    return _CUT_OFF.get()
+
+
 #: Words a reply stopped for length may have and still be read as a bare answer.
 _BARE_ANSWER_WORDS = 3
+
+
+_RULE = r"[ \t]*(?:(?:-[ \t]*){3,}|(?:_[ \t]*){3,}|(?:\*[ \t]*){3,})"
+HORIZONTAL_RULE = compile_lazily(rf"^{_RULE}$")
+"""A markdown horizontal rule ("---", "* * *"): a line that is layout, not words."""
+# Markdown a finished reply may end with: horizontal rules on their own lines.
+_CLOSING_RULE = compile_lazily(rf"(?:\n{_RULE})+$")
+
+
+def _without_closing_markup(tail: str) -> str:
+    """``tail`` without a closing horizontal rule or the ``*``/``_`` that closes an
+    emphasis ("*So 366 downloads in total.*"): markup, not a cut operator."""
+    if tail.endswith(("-", "_", "*")):
+        tail = _CLOSING_RULE.sub("", tail).rstrip()
+    if tail.endswith(("*", "_")):
+        line = tail[tail.rfind("\n") + 1:]
+        mark = tail[-1]
+        if line.count(mark) % 2 == 0:  # the mark closes one opened on its line
+            tail = tail.rstrip(mark).rstrip()
+    return tail
 
 
 def looks_truncated(text: str) -> bool:
@@ -399,12 +424,13 @@ def looks_truncated(text: str) -> bool:
     when the reply being extracted stopped for length (``reply_cut_off``).
 
     A dangling connector word ("…multiply by"), operator ("16 - 3 =") or opening bracket
-    at the very end. A cut inside a word cannot be seen and is not reported.
+    at the very end; closing markup ("---", "*…*") does not count. A cut inside a word
+    cannot be seen and is not reported.
     """
-    tail = text.rstrip()
+    tail = _without_closing_markup(text.rstrip())
     if not tail:
         return True
-    if _CUT_OFF.get() and len(tail.split(maxsplit=_BARE_ANSWER_WORDS)) > _BARE_ANSWER_WORDS:
+    if stopped_for_length() and len(tail.split(maxsplit=_BARE_ANSWER_WORDS)) > _BARE_ANSWER_WORDS:
         return True
     if tail[-1] in ",;:([{=+-*/×÷\\–—" and not tail.endswith("**"):
         return True

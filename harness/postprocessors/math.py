@@ -20,6 +20,7 @@ from ._commit import (
     rank,
 )
 from ._lazy_re import compile_lazily
+from ._numeric import NUMBER, normalize_numerals
 from ._registry import POSTPROCESSORS
 from ._text import (
     FOREIGN_CUE,
@@ -215,13 +216,21 @@ def math_postprocess_v2(text: Any) -> str:
         if RETRACTION.search(tail):
             # "\boxed{50}. Actually, I made a sign error: … so the sum is $-50$."
             if looks_truncated(tail):
-                return ""  # cut off while taking its answer back: it stands by none
-            value = closing_answer(tail)
-            if value is not None:
+                # Cut off after "Wait, actually": it stands by its answer only if the
+                # last number it got to is that answer ("3 + 4 = 7, which matches").
+                if not _ends_on(tail, cands[-1].value):
+                    return ""
+            elif (value := closing_answer(tail)) is not None:
                 cands.append(Candidate(cands[-1].end, len(reply), value))
         found = commit(cands, reply, same_latex)
         return found if isinstance(found, str) else ""
     return closing_answer(reply) or ""
+
+
+def _ends_on(text: str, value: Any) -> bool:
+    """Whether the last number in ``text`` is ``value`` (a boxed answer)."""
+    numbers = NUMBER.findall(normalize_numerals(text))
+    return isinstance(value, str) and bool(numbers) and same_latex(numbers[-1], value)
 
 
 # {"answer": "\\frac{3}{2}"}: a JSON answer field, its string escapes undone.

@@ -38,6 +38,7 @@ from ._text import (
     may_match,
     prepare,
     span_after,
+    stopped_for_length,
 )
 
 # GSM8K's answer marker, not a markdown heading ("#### Step 3") or a longer run of #.
@@ -146,9 +147,9 @@ def gsm8k_postprocess(text: Any) -> str:
                 and tail.rstrip()[-1:] in _SENTENCE_CLOSE):
             # "3 × 60 = \boxed{180} downloads … So 366 downloads in total.": the box
             # held an intermediate result; the closing sentence is the answer.
-            if looks_truncated(tail):
-                return ""  # cut off after it moved past the box: it concluded nothing
             value = concluded_number(tail, reply[:last.end])
+            if value is not None and value != last.value and stopped_for_length():
+                return ""  # cut off after it moved past its box to another number
             if value is not None:
                 cands.append(Candidate(last.end, len(reply), value,
                                        final=rank(reply, len(reply) - 1, len(reply), CONCLUDING)))

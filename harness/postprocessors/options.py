@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import _letters, _option_text
-from ._commit import HEDGE, Candidate, commit
+from ._commit import HEDGE, RETRACTION, Candidate, commit
 from ._lazy_re import compile_lazily
 from ._registry import POSTPROCESSORS
 from ._text import appeal_proof, looks_truncated, prepare, span_after
@@ -49,21 +49,23 @@ def _line_start(text: str, pos: int) -> bool:
     return _LINE_PREFIX.fullmatch(text, start, pos) is not None
 
 
-def _leading(text: str, toks: list[_letters.Token], options: str) -> Any:
-    """The letter the reply leads with ("B. Paris", "(B)"), HEDGE, or None.
+def _leading(text: str, toks: list[_letters.Token],
+             options: str) -> tuple[Any, _letters.Token | None]:
+    """The letter the reply leads with ("B. Paris", "(B)"), HEDGE, or None; and the
+    token that gave it.
 
     Several different line-leading letters are a list of options, not an answer.
     """
     lead = [t for t in toks if _line_start(text, t.start) and not _DISCUSSION.match(text, t.end)]
     if not lead or len({t.letter for t in lead}) > 1:
-        return None
+        return None, None
     first = lead[0]
     line_end = text.find("\n", first.end)
     stop = line_end if line_end >= 0 else len(text)
     same_line = [t for t in toks if first.end <= t.start < stop]
     if any(t.shape == first.shape and t.letter != first.letter for t in same_line):
-        return None  # "(A) 12 (B) 14 (C) 16" lists the options
-    return _letters.value(first, text, options)
+        return None, None  # "(A) 12 (B) 14 (C) 16" lists the options
+    return _letters.value(first, text, options), first
 
 
 def _concluding(text: str, toks: list[_letters.Token], options: str) -> Any:
@@ -135,10 +137,12 @@ def choose_option(text: Any, options: Any, *, cushion: bool = True,
     if stated:
         return letter
     toks = _letters.tokens(reply, options)
-    found = _leading(reply, toks, options)
+    found, lead = _leading(reply, toks, options)
     # A reply that opens with its option ("(A) The blue jay…") committed to it, however
-    # it goes on; a later line leading with a letter may be a list cut short.
-    opens = found is not None and not reply[:toks[0].start].strip()
+    # it goes on, unless it takes it back ("Wait, that's wrong"); a later line leading
+    # with a letter may be a list cut short.
+    opens = (lead is not None and not reply[:lead.start].strip()
+             and not RETRACTION.search(reply, lead.end))
     if not opens and looks_truncated(reply):
         return ""
     if found is None and cushion:

@@ -220,8 +220,9 @@ class Scorer:
                                     key), key
         if judge is not None:  # the rule layer of a cascade: built in its shape at once
             result = functools.partial(result, cascade=True)
+        cut = cut and _ends_reply(extracted, completion.text)
         rule, reproducible = await self._rule(dataset, extracted, reference, sample.row,
-                                              result, cut and extracted is completion.text)
+                                              result, cut)
         key = self._key(completion) if reproducible else None
         if judge is None or rule.status not in RULE_DECIDED_STATUSES:
             return rule, key
@@ -249,14 +250,12 @@ class Scorer:
                     cut: bool) -> tuple[SampleResult, bool]:
         """The rule layer's result, and whether it is reproducible (another run would
         give the same: no timeout, no check that may have hit a quiet time limit).
-        ``cut``: ``extracted`` is a reply that stopped for length, as the server sent it."""
+        ``cut``: ``extracted`` is a reply that stopped for length (or ends where it ends)."""
         evaluator = dataset.evaluator
         assert evaluator is not None
         for postprocessor in evaluator.prediction_postprocessors():
             before, extracted = extracted, _extract(postprocessor, extracted, row, cut)
-            # Only what reads the reply itself reads a cut reply; the next one reads
-            # an answer already extracted from it.
-            cut = cut and extracted is before
+            cut = cut and _ends_reply(extracted, before)
         if is_extraction_failure(extracted):
             return result("extract_failed", extracted, reference, False), True
         reproducible = True
@@ -313,6 +312,15 @@ def _apply(postprocessor: Any, value: Any, row: Mapping[str, Any]) -> Any:
     if isinstance(postprocessor, BoundPostprocessor):
         return postprocessor(value, test_item=row)
     return postprocessor(value)
+
+
+def _ends_reply(value: Any, reply: Any) -> bool:
+    """Whether ``value``, what a postprocessor made of ``reply``, still ends where the
+    reply ends: the reply with only its start cleaned away (``strip-think``), so the
+    next extractor reads it as cut too. An answer extracted from it is not cut ("The
+    answer is red green blue. Let" → "red green blue")."""
+    return (isinstance(value, str) and isinstance(reply, str) and bool(value.strip())
+            and reply.rstrip().endswith(value.rstrip()))
 
 
 def _extract(postprocessor: Any, value: Any, row: Mapping[str, Any], cut: bool) -> Any:
