@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 
 from harness.postprocessors import (
+    bbh_freeform_postprocess,
     bbh_mcq_postprocess,
     extract_non_reasoning_content,
     first_option_postprocess,
     general_postprocess,
     gsm8k_postprocess,
+    last_option_postprocess,
     math_postprocess_v2,
     xml_tag_postprocessor,
 )
@@ -189,17 +191,36 @@ def test_looks_truncated(text: str, truncated: bool) -> None:
     # "Wait, actually" followed by a check that lands on the box again keeps the box.
     (math_postprocess_v2, "The sum is \\boxed{7}.\n\nWait, actually, let me double-check: "
      "3 + 4 = 7, which matches", "7", "7"),
+    # "Actually" alone does not take an opening option back.
+    (bbh_mcq_postprocess, "(B)\n\nActually, let me double-check the order of the birds: "
+     "the robin is", "B", "B"),
+    # A check that rejects the box and never reaches a result.
+    (math_postprocess_v2, "\\boxed{6}. Wait, that's wrong: I should divide 36 by 6", "6", ""),
+    # A box the cut reply takes back in words, even naming the box's number.
+    (gsm8k_postprocess, "Each day she makes \\boxed{18} dollars. Wait, that's wrong, so the "
+     "answer is not 18.", "18", ""),
+    # A statement the cut runs into may have been cut inside its number.
+    (gsm8k_postprocess, "She earns 126 dollars a week. The answer is 12", "12", ""),
+    (math_postprocess_v2, "So we get it. The final answer is 12", "12", ""),
 ], ids=["number", "echoed-question", "option", "committed-number", "committed-option",
         "bare-number", "bare-option", "option-with-text", "leading-option",
         "leading-option-short", "later-leading-line", "retracted-box", "intermediate-box",
         "discussed-then-other-option", "retracted-opening-option", "box-confirmed",
-        "box-checked-again"])
+        "box-checked-again", "actually-after-option", "box-rejected-no-result", "box-rejected-in-words", "statement-cut-gsm8k",
+        "statement-cut-math"])
 def test_a_reply_cut_off_for_length_is_credited_only_what_it_committed_to(
         extract, text, whole, cut) -> None:
     assert extract(text) == whole
     with reply_cut_off(True):
         assert extract(text) == cut
     assert extract(text) == whole  # the block ends: later replies are read as before
+
+
+def test_a_cut_reply_whose_check_ends_on_its_box_after_rejecting_it_credits_nothing() -> None:
+    # "…misread, it should be 3 + 4 = 7, not 3": the last number is the box's, rejected.
+    with reply_cut_off(True):
+        assert math_postprocess_v2("\\boxed{3}. Hmm, wait. Actually I misread, it should "
+                                   "be 3 + 4 = 7, not 3") == ""
 
 
 def test_a_reply_seen_whole_but_cut_mid_retraction_credits_no_answer() -> None:
@@ -219,11 +240,27 @@ def test_a_reply_seen_whole_but_cut_mid_retraction_credits_no_answer() -> None:
     (math_postprocess_v2, "\\boxed{50}. Actually, I made a sign error: the sum is "
      "$-50$.\n\n---", "-50"),
     (math_postprocess_v2, "So $x = 5$.\n\n---", "x = 5"),
+    (gsm8k_postprocess, "Total units: 15 × 8 = \\boxed{120}.\nOccupied: 3/4 × 120 = 90.\n\n"
+     "So there are 90 occupied units in the building.\n\n---", "90"),
+    (bbh_freeform_postprocess, "Does Gwenn tell the truth? Yes.\n\n---", "Yes"),
 ], ids=["italic-close-after-box", "italic-close", "rule-after-close", "italic-note-after-box",
-        "rule-after-confirmation", "rule-after-retraction", "rule-after-closing-math"])
+        "rule-after-confirmation", "rule-after-retraction", "rule-after-closing-math",
+        "rule-after-intermediate-box", "rule-after-freeform"])
 def test_closing_markup_is_not_a_cut(extract, text, answer) -> None:
     # A finished reply's last "*" or "---" is markdown, not an operator it stopped on.
     assert extract(text) == answer
+
+
+@pytest.mark.parametrize("extract, text", [
+    (gsm8k_postprocess, "She has 16 eggs. 16 - 3 - 4 = 9 eggs left. She sells them for $2 "
+     "each, so 9 * 2 *"),
+    (gsm8k_postprocess, "9 * 2 = 18 *"),
+    (last_option_postprocess, "(A) gives 2 * 3 = 6 and (B) gives 2 *"),
+    (gsm8k_postprocess, "She has 16 eggs.\n\nDay    Earned\n---    ------"),
+], ids=["times-at-end", "times-after-result", "times-after-option", "table-underline"])
+def test_an_operator_or_table_at_the_end_is_still_a_cut(extract, text) -> None:
+    # Only a closed emphasis ("*So 18.*") and a whole-line rule are markup.
+    assert extract(text) == ""
 
 
 # -- may_match: the literal pre-tests that let extraction skip slow regex scans ----------

@@ -80,6 +80,12 @@ RETRACTION = compile_lazily(
 """A visible change of mind after an answer was given; stricter than CORRECTION,
 which only needs to tell two different answers apart."""
 
+TAKEN_BACK = compile_lazily(
+    r"(?i:\b(?:wrong|incorrect|mistake|error|misread|mis(?:calculat|count)\w*|oops"
+    r"|scratch\s+that|on\s+second\s+thought|correction)\b)|不对|错了|更正")
+"""Words that reject an answer already given ("that's wrong", "I made an error"), where
+RETRACTION also matches a "Wait, actually" that goes on to confirm it."""
+
 
 # A hypothetical or negation right before the statement ("whether the answer is A",
 # "I don't think the answer is A"). Only the last few words count: "Since 12 is not

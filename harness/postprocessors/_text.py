@@ -399,23 +399,32 @@ def stopped_for_length() -> bool:
 _BARE_ANSWER_WORDS = 3
 
 
-_RULE = r"[ \t]*(?:(?:-[ \t]*){3,}|(?:_[ \t]*){3,}|(?:\*[ \t]*){3,})"
+def cut_inside_answer(text: str, end: int) -> bool:
+    """Whether the reply ``text`` stopped for length inside the answer statement that
+    ends at ``end``: the statement runs to the very end, unclosed ("The answer is 12"
+    may have gone on to 125). A bare answer of a few words is read whole."""
+    return (stopped_for_length() and end >= len(text) and text[-1:] not in "}$)]"
+            and len(text.split(maxsplit=_BARE_ANSWER_WORDS)) > _BARE_ANSWER_WORDS)
+
+
+_RULE = r"[ \t]*(?:-{3,}|_{3,}|\*{3,})[ \t]*"
 HORIZONTAL_RULE = compile_lazily(rf"^{_RULE}$")
-"""A markdown horizontal rule ("---", "* * *"): a line that is layout, not words."""
+"""A markdown horizontal rule ("---"): a line that is layout, not words."""
 # Markdown a finished reply may end with: horizontal rules on their own lines.
 _CLOSING_RULE = compile_lazily(rf"(?:\n{_RULE})+$")
+# An emphasis closing the last line: "*So 366 in total.*", not "9 * 2 *" (an
+# opener is followed, and a closer preceded, by a non-space).
+_CLOSING_EMPHASIS = compile_lazily(r"(?:^|(?<=\s))([*_])[^\s*_](?:[^\n]*[^\s*_])?\1$")
 
 
-def _without_closing_markup(tail: str) -> str:
-    """``tail`` without a closing horizontal rule or the ``*``/``_`` that closes an
-    emphasis ("*So 366 downloads in total.*"): markup, not a cut operator."""
+def without_closing_markup(tail: str) -> str:
+    """``tail`` (stripped) without a closing horizontal rule or the mark that closes
+    an emphasis ("*So 366 downloads in total.*"): markup, not a cut operator."""
+    tail = tail.rstrip()
     if tail.endswith(("-", "_", "*")):
         tail = _CLOSING_RULE.sub("", tail).rstrip()
-    if tail.endswith(("*", "_")):
-        line = tail[tail.rfind("\n") + 1:]
-        mark = tail[-1]
-        if line.count(mark) % 2 == 0:  # the mark closes one opened on its line
-            tail = tail.rstrip(mark).rstrip()
+    if tail.endswith(("*", "_")) and (m := _CLOSING_EMPHASIS.search(tail)):
+        tail = tail[:m.start()] + tail[m.start() + 1:-1]
     return tail
 
 
@@ -427,7 +436,7 @@ def looks_truncated(text: str) -> bool:
     at the very end; closing markup ("---", "*…*") does not count. A cut inside a word
     cannot be seen and is not reported.
     """
-    tail = _without_closing_markup(text.rstrip())
+    tail = without_closing_markup(text)
     if not tail:
         return True
     if stopped_for_length() and len(tail.split(maxsplit=_BARE_ANSWER_WORDS)) > _BARE_ANSWER_WORDS:

@@ -20,6 +20,7 @@ from ._numeric import normalize_numerals, span_value, words_to_digits, words_to_
 from ._registry import POSTPROCESSORS
 from ._text import (
     FOREIGN_CUE,
+    HORIZONTAL_RULE,
     appeal_proof,
     inline_answer_headings,
     looks_truncated,
@@ -185,7 +186,8 @@ def bbh_freeform_postprocess(text: Any) -> str:
         return found if isinstance(found, str) else ""
     if looks_truncated(reply):
         return ""
-    lines = [line for line in reply.splitlines() if line.strip()]
+    lines = [line for line in reply.splitlines()
+             if line.strip() and not HORIZONTAL_RULE.match(line)]
     if len(lines) == 1 and _bare(lines[0]):
         found = normalize_freeform(_LINE_MARK.sub("", lines[0]))  # a bare answer or a gold
         return found if isinstance(found, str) else ""

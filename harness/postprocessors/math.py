@@ -13,6 +13,7 @@ from ._commit import (
     DECLARED,
     HEDGE,
     RETRACTION,
+    TAKEN_BACK,
     Candidate,
     box_rank,
     commit,
@@ -20,12 +21,13 @@ from ._commit import (
     rank,
 )
 from ._lazy_re import compile_lazily
-from ._numeric import NUMBER, normalize_numerals
+from ._numeric import normalize_numerals, retraction_value
 from ._registry import POSTPROCESSORS
 from ._text import (
     FOREIGN_CUE,
     appeal_proof,
     as_text,
+    cut_inside_answer,
     inline_answer_headings,
     looks_truncated,
     prepare,
@@ -212,13 +214,16 @@ def math_postprocess_v2(text: Any) -> str:
     cands = sorted(_box_answers(reply, boxes) + _statements(reply, boxes),
                    key=lambda c: c.start)
     if cands:
+        if cut_inside_answer(reply, cands[-1].end):
+            return ""
         tail = reply[cands[-1].end:]
         if RETRACTION.search(tail):
             # "\boxed{50}. Actually, I made a sign error: … so the sum is $-50$."
             if looks_truncated(tail):
-                # Cut off after "Wait, actually": it stands by its answer only if the
-                # last number it got to is that answer ("3 + 4 = 7, which matches").
-                if not _ends_on(tail, cands[-1].value):
+                # Cut off after "Wait, actually": it stands by its answer only if it
+                # rejected nothing and its working came back to that answer ("let me
+                # check: 3 + 4 = 7, which matches").
+                if TAKEN_BACK.search(tail) or not _settles_on(tail, cands[-1].value):
                     return ""
             elif (value := closing_answer(tail)) is not None:
                 cands.append(Candidate(cands[-1].end, len(reply), value))
@@ -227,10 +232,11 @@ def math_postprocess_v2(text: Any) -> str:
     return closing_answer(reply) or ""
 
 
-def _ends_on(text: str, value: Any) -> bool:
-    """Whether the last number in ``text`` is ``value`` (a boxed answer)."""
-    numbers = NUMBER.findall(normalize_numerals(text))
-    return isinstance(value, str) and bool(numbers) and same_latex(numbers[-1], value)
+def _settles_on(text: str, value: Any) -> bool:
+    """Whether the working in ``text`` settles on ``value`` (a boxed answer): the
+    result after its last ``=`` or "so" (see ``retraction_value``)."""
+    settled = retraction_value(normalize_numerals(text))
+    return isinstance(value, str) and settled is not None and same_latex(settled, value)
 
 
 # {"answer": "\\frac{3}{2}"}: a JSON answer field, its string escapes undone.

@@ -34,11 +34,13 @@ from ._text import (
     LINE_END,
     appeal_proof,
     as_text,
+    cut_inside_answer,
     looks_truncated,
     may_match,
     prepare,
     span_after,
     stopped_for_length,
+    without_closing_markup,
 )
 
 # GSM8K's answer marker, not a markdown heading ("#### Step 3") or a longer run of #.
@@ -142,14 +144,16 @@ def gsm8k_postprocess(text: Any) -> str:
     cands = _statements(reply)
     if cands:
         last = cands[-1]
+        if cut_inside_answer(reply, last.end):
+            return ""
         tail = reply[last.end:]
         if (reply.startswith("\\boxed", last.start) and last.final == 0 and concludes(tail)
-                and tail.rstrip()[-1:] in _SENTENCE_CLOSE):
+                and without_closing_markup(tail)[-1:] in _SENTENCE_CLOSE):
             # "3 × 60 = \boxed{180} downloads … So 366 downloads in total.": the box
             # held an intermediate result; the closing sentence is the answer.
             value = concluded_number(tail, reply[:last.end])
-            if value is not None and value != last.value and stopped_for_length():
-                return ""  # cut off after it moved past its box to another number
+            if stopped_for_length() and (value != last.value or RETRACTION.search(tail)):
+                return ""  # cut off after it moved past its box: it concluded nothing
             if value is not None:
                 cands.append(Candidate(last.end, len(reply), value,
                                        final=rank(reply, len(reply) - 1, len(reply), CONCLUDING)))

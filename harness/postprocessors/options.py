@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import _letters, _option_text
-from ._commit import HEDGE, RETRACTION, Candidate, commit
+from ._commit import HEDGE, TAKEN_BACK, Candidate, commit
 from ._lazy_re import compile_lazily
 from ._registry import POSTPROCESSORS
 from ._text import appeal_proof, looks_truncated, prepare, span_after
@@ -142,7 +142,7 @@ def choose_option(text: Any, options: Any, *, cushion: bool = True,
     # it goes on, unless it takes it back ("Wait, that's wrong"); a later line leading
     # with a letter may be a list cut short.
     opens = (lead is not None and not reply[:lead.start].strip()
-             and not RETRACTION.search(reply, lead.end))
+             and not TAKEN_BACK.search(reply, lead.end))
     if not opens and looks_truncated(reply):
         return ""
     if found is None and cushion:
