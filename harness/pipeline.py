@@ -35,6 +35,7 @@ from .records import (
 from .stages.collect import Collector, Pair
 from .stages.generate import Likelihoods, ModelClients, Starter, generate
 from .stages.judge import Judges, judge_ask, judge_lookup
+from .stages.offload import BATCH as OFFLOAD_BATCH
 from .stages.read import read
 from .stages.score import Dispatch, ScoreOutlet, Scorer, score
 from .stages.write import write_store
@@ -154,7 +155,9 @@ class Pipeline:
         read_batch = min(max(LOOKUP_BATCH, concurrency), LOOKUP_BATCH_MAX)
         model_buffer = max(MODEL_BUFFER_MIN, MODEL_BUFFER_PER_CALLER * concurrency)
         model_send, model_recv = memory_stream[Sample](model_buffer)
-        score_send, score_recv = memory_stream[Completion](SCORE_BUFFER)
+        # A backlog a worker process may score as one batch needs room to build up.
+        score_buffer = 2 * OFFLOAD_BATCH if self.scorer.batches else SCORE_BUFFER
+        score_send, score_recv = memory_stream[Completion](score_buffer)
         store_buffer = max(STORE_BUFFER, STORE_BUFFER_PER_CALLER * concurrency)
         store_send, store_recv = memory_stream[StoreWrite](store_buffer)
         judge_send, judge_recv = memory_stream[JudgeTask](JUDGE_BUFFER)

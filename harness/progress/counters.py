@@ -21,7 +21,8 @@ class StageCounts:
 
     ``done`` counts finished work, failures included; ``failed`` is the part of it that
     failed. ``submitted`` counts work handed to the stage, where the stage has a queue;
-    ``reused`` the part of ``done`` served from the store.
+    ``reused`` the part of ``done`` served from the store; ``offloaded`` the part done
+    in a worker process as part of a backlog (rule checks only).
     """
 
     in_flight: int = 0
@@ -29,6 +30,7 @@ class StageCounts:
     failed: int = 0
     submitted: int = 0
     reused: int = 0
+    offloaded: int = 0
     calls: list[CallStats] = field(default_factory=list)
 
     @property

@@ -35,8 +35,6 @@ from ..config import DatasetSpec
 from ..evaluators.llm import GenericLLMEvaluator, judge_plan
 from ..outcomes import final_row
 from ..postprocessors import is_extraction_failure
-from ..postprocessors._text import reply_cut_off
-from ..postprocessors.build import BoundPostprocessor
 from ..progress import Progress, StageCounts
 from ..records import (
     RULE_DECIDED_STATUSES,
@@ -46,8 +44,10 @@ from ..records import (
     SampleStatus,
     StoreWrite,
 )
-from ..workers import WorkerPool, WorkerTimeout
+from ..workers import DEPTH, WorkerPool, WorkerTimeout
+from . import offload
 from .collect import Collector
+from .extract import Extraction, Rules, apply, extract
 from .streams import send
 
 if TYPE_CHECKING:
@@ -91,9 +91,30 @@ class Scorer:
                                            for d in datasets.values())
         if executes:  # one sandboxed program per core
             self.parallelism = max(self.parallelism, os.cpu_count() or 1)
-        #: Whether ``score`` never waits (no worker processes, no programs to run):
-        #: then callers score inline instead of going through a score stage.
-        self.inline = self.pool is None and not executes
+        self.rules = {name: Rules(d.dataset_postprocessor, d.pred_postprocessor, d.evaluator)
+                      for name, d in datasets.items()}
+        # Datasets a worker process may score when replies pile up (``offload``); its
+        # pool is the math-verify one if there is one, else started at the first backlog.
+        self._offload = offload.offloadable(
+            {name: rules for name, rules in self.rules.items() if self.plans[name][0]}
+        ) if mode != "infer" else None
+        self._offload_workers = workers or max(1, (os.cpu_count() or 1) - 1)
+        self._offload_pool: WorkerPool | None = None
+        self._offload_ready = False
+        self._tg: TaskGroup | None = None
+        if self._offload is not None:
+            self.parallelism = max(self.parallelism,
+                                   (self.pool.size if self.pool else self._offload_workers)
+                                   * (self.pool.depth if self.pool else DEPTH))
+        #: Whether ``score`` never waits (no worker processes, no programs to run) and
+        #: nothing can be offloaded: then callers score inline instead of going through
+        #: a score stage.
+        self.inline = self.pool is None and not executes and self._offload is None
+        # Whether callers may score inline anyway: until scoring takes a large share of
+        # the loop's time (``note_inline``), while nothing is waiting for a worker.
+        self._may_inline = self.pool is None and not executes
+        self._hot = False
+        self._new_window(time.monotonic())
         #: Keys reproducible final results for the outcome store (``None``: nothing is
         #: stored); set by the pipeline once the judges, which it fingerprints, exist.
         self.outcomes: Outcomes | None = None
@@ -115,6 +136,7 @@ class Scorer:
         parser caches) first in its pipe: checks queue behind them, untimed, while the
         first model requests go out. A task of ``tg`` waits for the warm-ups, to stop
         the run on a warm-up's own error (math-verify missing, say)."""
+        self._tg = tg
         if self.pool is None:
             return
         warm_ups = [d.evaluator.warm_up for d in self.datasets.values()
@@ -124,9 +146,105 @@ class Scorer:
 
     async def aclose(self) -> None:
         """Stop the worker processes, if any (shielded: it runs on cancellation too)."""
-        if self.pool is not None:
-            with anyio.CancelScope(shield=True):
-                await self.pool.aclose()
+        with anyio.CancelScope(shield=True):
+            for pool in {id(p): p for p in (self.pool, self._offload_pool) if p}.values():
+                await pool.aclose()
+
+    @property
+    def scores_here(self) -> bool:
+        """Whether the task holding a completion should score it itself (no stream hop):
+        always without worker processes, unless scoring has become the loop's
+        bottleneck and a worker process can take a backlog (see ``offload``)."""
+        return self.inline or (self._may_inline and not self._hot)
+
+    def note_inline(self, seconds: float) -> None:
+        """Count ``seconds`` the loop spent scoring in a caller's task; over a window in
+        which that passes ``offload.HOT_SHARE`` of the time, send replies to the score
+        stage, which batches them for a worker process."""
+        self._window_busy += seconds
+        now = time.monotonic()
+        elapsed = now - self._window_start
+        if elapsed >= offload.WINDOW and elapsed > 0:
+            share = self._window_busy / elapsed
+            self._hot = self._offload is not None and share > offload.HOT_SHARE
+            self._new_window(now)
+
+    def _new_window(self, now: float) -> None:
+        """Start a window of ``note_inline``'s and ``note_batch``'s counts."""
+        self._window_start = now
+        self._window_busy = 0.0  # seconds scoring in callers' tasks
+        self._window_replies = self._window_batches = 0  # taken by the score stage
+
+    def note_batch(self, size: int) -> None:
+        """Count a batch the score stage took; over a window in which they averaged
+        under ``offload.MIN_BATCH`` replies there was no backlog: callers score inline
+        again."""
+        self._window_replies += size
+        self._window_batches += 1
+        now = time.monotonic()
+        if now - self._window_start >= offload.WINDOW:
+            if self._window_replies < offload.MIN_BATCH * self._window_batches:
+                self._hot = False
+            self._new_window(now)
+
+    @property
+    def batches(self) -> bool:
+        """Whether the score stage should take what is waiting as one batch: some
+        datasets' replies can be scored in a worker process (see ``offload``)."""
+        return self._offload is not None
+
+    async def score_batch(self, completions: list[Completion]
+                          ) -> list[tuple[Scored, str | None]]:
+        """``score_keyed`` of each completion; a backlog of them that a worker process can
+        score goes there in one call, once its worker is ready."""
+        checked = await self._check_offloaded(completions)
+        return [await self.score_keyed(c, checked.get(i)) for i, c in enumerate(completions)]
+
+    async def _check_offloaded(self, completions: list[Completion]
+                               ) -> dict[int, offload.Checked]:
+        """What a worker made of the completions it can score, by their position; empty
+        for a trickle, before the worker is ready, or when its call failed (they are
+        then scored here, with the same code, and so is the rest of the run)."""
+        if self._offload is None:
+            return {}
+        names = self._offload[1]
+        mine = [i for i, c in enumerate(completions)
+                if c.sample.dataset in names and c.status == "ok" and not empty_reply(c.text)]
+        if len(mine) < offload.MIN_BATCH or not self._offload_started():
+            return {}
+        items: list[offload.Item] = [
+            (c.sample.dataset, c.text, c.finish_reason, c.sample.row, c.sample.reference)
+            for c in (completions[i] for i in mine)]
+        assert self._offload_pool is not None
+        try:
+            checked = await self._offload_pool.run(offload.check, items,
+                                                   timeout=offload.BATCH_TIMEOUT)
+        except Exception:  # noqa: BLE001 - a killed or crashed worker
+            # Score them here, and the rest of the run too: a batch that kills its
+            # worker would kill the next one as well.
+            self._offload = None
+            return {}
+        done = {i: found for i, found in zip(mine, checked, strict=True) if found is not None}
+        self.progress.rules.offloaded += len(done)
+        return done
+
+    def _offload_started(self) -> bool:
+        """Whether the offload worker is ready; starts it (and its warm-up, in the run's
+        task group) on the first call."""
+        if self._offload_pool is None and self._offload is not None and self._tg is not None:
+            self._offload_pool = self.pool or WorkerPool(self._offload_workers)
+            self._tg.start_soon(self._warm_offload)
+        return self._offload_ready
+
+    async def _warm_offload(self) -> None:
+        """Give the offload workers the rules; on any failure keep scoring here."""
+        assert self._offload is not None and self._offload_pool is not None
+        try:
+            await self._offload_pool.warm(offload.installer(self._offload[0]))
+        except Exception:  # noqa: BLE001 - e.g. a rule that does not unpickle there
+            self._offload = None
+            return
+        self._offload_ready = True
 
     async def score(self, completion: Completion) -> Scored:
         """Score one completion; never raises for a per-sample problem."""
@@ -139,10 +257,12 @@ class Scorer:
         return self.outcomes.key(completion.sample, completion.text,
                                  completion.finish_reason, completion.reasoning)
 
-    async def score_keyed(self, completion: Completion) -> tuple[Scored, str | None]:
+    async def score_keyed(self, completion: Completion, checked: offload.Checked = None
+                          ) -> tuple[Scored, str | None]:
         """``score``, and the outcome key to store the result under: ``None`` when it is
         not stored (a dataset that is not cacheable, a check that is not reproducible).
-        A judge task also carries the key, for its judged result."""
+        A judge task also carries the key, for its judged result. ``checked``: what a
+        worker process already made of it (``offload``)."""
         sample = completion.sample
         dataset = self.datasets[sample.dataset]
 
@@ -190,7 +310,7 @@ class Scorer:
         stage = self.progress.rules
         stage.in_flight += 1
         try:
-            return await self._evaluate(completion, dataset, result)
+            return await self._evaluate(completion, result, checked)
         except Exception as exc:  # an evaluator or postprocessor bug on this sample
             stage.failed += 1
             return result("eval_error", error=f"{type(exc).__name__}: {exc}",
@@ -199,43 +319,37 @@ class Scorer:
             stage.in_flight -= 1
             stage.done += 1
 
-    async def _evaluate(self, completion: Completion, dataset: DatasetSpec,
-                        result: _ResultOf) -> tuple[Scored, str | None]:
+    async def _evaluate(self, completion: Completion, result: _ResultOf,
+                        checked: offload.Checked) -> tuple[Scored, str | None]:
         sample = completion.sample
-        reference = sample.reference
-        if dataset.dataset_postprocessor is not None:
-            reference = _apply(dataset.dataset_postprocessor, reference, sample.row)
-        extracted: Any = completion.text
-        # A reply the server cut off for length concluded nothing: its extractors take
-        # only an answer it committed to (``reply_cut_off``).
-        cut = completion.finish_reason == "length"
-        if dataset.pred_postprocessor is not None:
-            extracted = _extract(dataset.pred_postprocessor, completion.text, sample.row, cut)
         has_rule, judge, judge_all = self.plans[sample.dataset]
+        found, detail = checked or (extract(self.rules[sample.dataset], completion.text,
+                                            completion.finish_reason, sample.row,
+                                            sample.reference, rule=has_rule), None)
         if not has_rule:
             assert judge is not None  # judge_plan: no rule layer means a judge
-            base = result("ok", extracted, reference)
+            base = result("ok", found.extracted, found.reference)
             key = self._key(completion)
-            return self._judge_task(base, sample.row, extracted, reference, judge, False,
-                                    key), key
+            return self._judge_task(base, sample.row, found.extracted, found.reference, judge,
+                                    False, key), key
         if judge is not None:  # the rule layer of a cascade: built in its shape at once
             result = functools.partial(result, cascade=True)
-        cut = cut and _ends_reply(extracted, completion.text)
-        rule, reproducible = await self._rule(dataset, extracted, reference, sample.row,
-                                              result, cut)
+        rule, reproducible = await self._rule(self.datasets[sample.dataset], found,
+                                              sample.row, result, detail)
         key = self._key(completion) if reproducible else None
         if judge is None or rule.status not in RULE_DECIDED_STATUSES:
             return rule, key
         if rule.correct and not judge_all:
             return rule, key
-        return self._judge_task(rule, sample.row, extracted, reference, judge, True, key), key
+        return self._judge_task(rule, sample.row, found.extracted, found.reference, judge,
+                                True, key), key
 
     def _judge_task(self, base: SampleResult, row: Mapping[str, Any], extracted: Any,
                     reference: Any, judge: GenericLLMEvaluator, has_rule: bool,
                     key: str | None) -> Scored:
         prediction = extracted
         if judge.pred_postprocessor is not None:
-            prediction = _apply(judge.pred_postprocessor, prediction, row)
+            prediction = apply(judge.pred_postprocessor, prediction, row)
         if is_extraction_failure(prediction):
             # Nothing to show the judge: a request would only buy a certain "B".
             skipped = {"status": "skipped", "reason": "empty prediction", "llm_correct": False}
@@ -245,19 +359,19 @@ class Scorer:
                            details={"llm_evaluation": skipped})
         return JudgeTask(base, row, prediction, reference, has_rule, key)
 
-    async def _rule(self, dataset: DatasetSpec, extracted: Any, reference: Any,
-                    row: Mapping[str, Any], result: _ResultOf,
-                    cut: bool) -> tuple[SampleResult, bool]:
+    async def _rule(self, dataset: DatasetSpec, found: Extraction, row: Mapping[str, Any],
+                    result: _ResultOf, detail: dict[str, Any] | None
+                    ) -> tuple[SampleResult, bool]:
         """The rule layer's result, and whether it is reproducible (another run would
         give the same: no timeout, no check that may have hit a quiet time limit).
-        ``cut``: ``extracted`` is a reply that stopped for length (or ends where it ends)."""
+        ``detail``: the evaluator's, already worked out in a worker process."""
         evaluator = dataset.evaluator
         assert evaluator is not None
-        for postprocessor in evaluator.prediction_postprocessors():
-            before, extracted = extracted, _extract(postprocessor, extracted, row, cut)
-            cut = cut and _ends_reply(extracted, before)
-        if is_extraction_failure(extracted):
+        extracted, reference = found.prediction, found.reference
+        if found.failed:
             return result("extract_failed", extracted, reference, False), True
+        if detail is not None:
+            return _from_detail(result, detail, extracted, reference), True
         reproducible = True
         if evaluator.executes:
             from ..sandbox import SandboxUnavailable  # only code evaluation needs it
@@ -297,39 +411,20 @@ class Scorer:
             # Timed here, so the wait in a worker's pipe counts too: an over-estimate,
             # which only stores fewer outcomes.
             reproducible = limit is None or time.monotonic() - started < limit
-        pred = detail.get("pred", extracted)
-        status: SampleStatus = "extract_failed" if is_extraction_failure(pred) else "ok"
-        extra = {k: v for k, v in detail.items() if k not in ("pred", "answer", "correct")}
-        # A metric with no 0/1 judgement (BLEU, ROUGE) leaves ``correct`` unset: the
-        # sample is scored, by its metric fields, and is neither right nor wrong.
-        correct = detail.get("correct")
-        return result(status, pred, reference, None if correct is None else bool(correct),
-                      details=extra), reproducible
+        return _from_detail(result, detail, extracted, reference), reproducible
 
 
-def _apply(postprocessor: Any, value: Any, row: Mapping[str, Any]) -> Any:
-    """Call a postprocessor; built ones also get the row (a plain function does not)."""
-    if isinstance(postprocessor, BoundPostprocessor):
-        return postprocessor(value, test_item=row)
-    return postprocessor(value)
-
-
-def _ends_reply(value: Any, reply: Any) -> bool:
-    """Whether ``value``, what a postprocessor made of ``reply``, still ends where the
-    reply ends: the reply with only its start cleaned away (``strip-think``), so the
-    next extractor reads it as cut too. An answer extracted from it is not cut ("The
-    answer is red green blue. Let" → "red green blue")."""
-    return (isinstance(value, str) and isinstance(reply, str) and bool(value.strip())
-            and reply.rstrip().endswith(value.rstrip()))
-
-
-def _extract(postprocessor: Any, value: Any, row: Mapping[str, Any], cut: bool) -> Any:
-    """``_apply`` to a value that is a reply as the server sent it, ``cut`` when it
-    stopped for length: the extractor then takes only an answer it committed to."""
-    if not cut:
-        return _apply(postprocessor, value, row)
-    with reply_cut_off(True):
-        return _apply(postprocessor, value, row)
+def _from_detail(result: _ResultOf, detail: Mapping[str, Any], extracted: Any,
+                 reference: Any) -> SampleResult:
+    """The result of an evaluator's ``detail`` for the checked prediction."""
+    pred = detail.get("pred", extracted)
+    status: SampleStatus = "extract_failed" if is_extraction_failure(pred) else "ok"
+    extra = {k: v for k, v in detail.items() if k not in ("pred", "answer", "correct")}
+    # A metric with no 0/1 judgement (BLEU, ROUGE) leaves ``correct`` unset: the
+    # sample is scored, by its metric fields, and is neither right nor wrong.
+    correct = detail.get("correct")
+    return result(status, pred, reference, None if correct is None else bool(correct),
+                  details=extra)
 
 
 class Dispatch:
@@ -394,8 +489,14 @@ class ScoreOutlet:
 
     async def put(self, completion: Completion) -> None:
         """Score ``completion`` here (inline scoring) or hand it to the score stage."""
-        if self.scorer.inline:
-            await self.dispatch.put(*await self.scorer.score_keyed(completion))
+        scorer = self.scorer
+        if scorer.inline:
+            await self.dispatch.put(*await scorer.score_keyed(completion))
+        elif scorer.scores_here:
+            started = time.perf_counter()
+            scored = await scorer.score_keyed(completion)
+            scorer.note_inline(time.perf_counter() - started)
+            await self.dispatch.put(*scored)
         else:
             await self.score_send.send(completion)
 
@@ -403,7 +504,16 @@ class ScoreOutlet:
 async def score(receive: ObjectReceiveStream[Completion], scorer: Scorer,
                 dispatch: Dispatch) -> None:
     """The score stage (run only with worker processes): completions in, each scored
-    and dispatched to the judge or the collector."""
+    and dispatched to the judge or the collector. With ``scorer.batches`` it takes
+    every completion already waiting, so a backlog is scored as one batch."""
     async with receive, dispatch:
         async for completion in receive:
-            await dispatch.put(*await scorer.score_keyed(completion))
+            batch = [completion]
+            while scorer.batches and len(batch) < offload.BATCH:
+                try:
+                    batch.append(receive.receive_nowait())
+                except (anyio.WouldBlock, anyio.EndOfStream):
+                    break
+            scorer.note_batch(len(batch))
+            for scored in await scorer.score_batch(batch):
+                await dispatch.put(*scored)

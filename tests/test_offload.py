@@ -1,0 +1,215 @@
+"""A backlog of replies scored in a worker process gets exactly the verdicts the event
+loop would give (``harness.stages.offload``), and what cannot go there stays on the loop.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+import harness
+from harness.config import load_config
+from harness.progress import Progress
+from harness.records import Completion, Sample
+from harness.stages import offload
+from harness.stages.score import Scorer
+from harness.testing import FakeOpenAI, Fault
+from harness.testing.workloads import arith_reply, echo_last_user
+
+from .helpers import expected_correct, model_cfg, write_arith, write_config
+
+# Replies every rule path sees: stated, boxed, cut for length, reasoning, none, empty.
+REPLIES = [
+    ("The answer is {a}.", "stop"),
+    ("Let me add. 3 + 4 = 7, so the total is \\boxed{{{a}}} dollars.", "stop"),
+    ("{a} apples, and then we add", "length"),
+    ("So {a} plus 1 makes {b}", "length"),
+    ("So {a} plus 1 makes {b}", "stop"),
+    ("Step one. The answer is {a}. Let me check", "length"),
+    ("<think>maybe {a}</think>So it is {b}.", "stop"),
+    ("<think>still thinking about {a}", "length"),
+    ("I do not know.", "stop"),
+    ("", "stop"),
+    ("The answer is {a}. Wait, that's wrong: it is {b}.", "stop"),
+]
+
+
+def completions(dataset: str, count: int) -> list[Completion]:
+    out = []
+    for i in range(count):
+        text, finish = REPLIES[i % len(REPLIES)]
+        reference = f"#### {i}"
+        sample = Sample(dataset, "m", i, 0, {"question": f"q{i}", "answer": reference},
+                        reference, (), key=f"k{i}")
+        out.append(Completion(sample, "ok", text.format(a=i, b=i + 1), finish))
+    return out
+
+
+def hot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every reply counts as a backlog: the first one scored inline sends the rest to
+    the score stage, which sends every batch to the worker once it is ready."""
+    monkeypatch.setattr(offload, "HOT_SHARE", 0.0)
+    monkeypatch.setattr(offload, "WINDOW", 0.0)
+    monkeypatch.setattr(offload, "MIN_BATCH", 1)
+
+
+def body_index(body: dict[str, Any]) -> int:
+    """The question's first number (``write_arith`` rows count up from 0)."""
+    found = re.search(r"What is (\d+)", echo_last_user(body))
+    assert found is not None
+    return int(found.group(1))
+
+
+def spec(tmp_path: Path, pred_pp: str, extra: str = "") -> Any:
+    data = write_arith(tmp_path / "a.jsonl", 4)
+    cfg = write_config(tmp_path / "cfg.py", data, pred_pp=pred_pp, extra=extra)
+    return load_config(cfg).datasets[0]
+
+
+async def offloaded_and_inline(scorer: Scorer, batch: list[Completion]
+                               ) -> tuple[list, list, int]:
+    """The batch scored by the worker (once it is ready) and by the loop, and how many
+    replies of it the worker scored."""
+    async with anyio.create_task_group() as tg:
+        scorer.start(tg)
+        try:
+            with anyio.fail_after(60):  # the worker's start-up: imports, then the rules
+                while scorer.progress.rules.offloaded == 0:
+                    await scorer.score_batch(batch)
+                    await anyio.sleep(0.05)
+            before = scorer.progress.rules.offloaded
+            scored = await scorer.score_batch(batch)
+            inline = [await scorer.score_keyed(c) for c in batch]
+        finally:
+            await scorer.aclose()
+    return scored, inline, scorer.progress.rules.offloaded - before
+
+
+async def test_a_backlog_scored_in_a_worker_gets_the_loops_verdicts(tmp_path):
+    scorer = Scorer({"arith": spec(tmp_path, "gsm8k_postprocess")}, "eval", 1, Progress())
+    batch = completions("arith", 64)
+    scored, inline, offloaded = await offloaded_and_inline(scorer, batch)
+    assert scored == inline
+    # The worker scored every reply with text; the loop the empty ones.
+    assert offloaded == sum(bool(c.text) for c in batch)
+    assert {r.status for r, _ in scored} == {"ok", "extract_failed", "empty_reply"}
+    assert 0 < sum(bool(r.correct) for r, _ in scored) < len(scored)
+
+
+async def test_a_trickle_is_scored_on_the_spot(tmp_path):
+    scorer = Scorer({"arith": spec(tmp_path, "gsm8k_postprocess")}, "eval", 1, Progress())
+    async with anyio.create_task_group() as tg:
+        scorer.start(tg)
+        for _ in range(3):
+            await scorer.score_batch(completions("arith", offload.MIN_BATCH - 1))
+        await scorer.aclose()
+    assert scorer.progress.rules.offloaded == 0
+
+
+def test_replies_go_to_the_stage_only_while_scoring_is_the_loops_bottleneck(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(offload, "WINDOW", 0.0)
+    scorer = Scorer({"arith": spec(tmp_path, "gsm8k_postprocess")}, "eval", 1, Progress())
+    assert scorer.scores_here and not scorer.inline  # a score stage stands by
+    scorer.note_inline(0.0)  # a window with no time spent scoring
+    assert scorer.scores_here
+    scorer.note_inline(10.0)  # scoring took more than the whole window
+    assert not scorer.scores_here
+    scorer.note_batch(offload.MIN_BATCH)  # the stage's batches show a backlog
+    assert not scorer.scores_here
+    scorer.note_batch(1)  # they no longer do
+    assert scorer.scores_here
+
+
+async def test_a_configs_own_postprocessor_stays_on_the_loop(tmp_path):
+    # Defined in the config file, it cannot be pickled for a worker process.
+    dataset = spec(tmp_path, "mine", extra="def mine(text):\n    return text.split()[-1]\n")
+    scorer = Scorer({"arith": dataset}, "eval", 1, Progress())
+    assert not scorer.batches and scorer.inline
+    scorer.note_inline(10.0)
+    assert scorer.scores_here
+
+
+class Unreadable:
+    """A reference no postprocessor can read: reading it raises, wherever it runs."""
+
+    def __str__(self) -> str:
+        raise ValueError("an unreadable reference")
+
+
+async def test_an_error_in_a_worker_is_reported_as_on_the_loop(tmp_path):
+    # The worker hands the failing reply back; the loop scores it and records the error.
+    scorer = Scorer({"arith": spec(tmp_path, "gsm8k_postprocess")}, "eval", 1, Progress())
+    batch = completions("arith", 2 * offload.MIN_BATCH)
+    sample = batch[0].sample
+    batch[0] = Completion(Sample(sample.dataset, "m", 0, 0, sample.row, Unreadable(), (),
+                                 key="k0"), "ok", "The answer is 1.", "stop")
+    scored, inline, offloaded = await offloaded_and_inline(scorer, batch)
+    assert offloaded == sum(bool(c.text) for c in batch) - 1
+    assert scored[0][0].status == inline[0][0].status == "eval_error"
+    assert "an unreadable reference" in (scored[0][0].error or "")
+    assert scored[1:] == inline[1:]
+
+
+async def test_a_run_with_a_backlog_scores_as_without_one(tmp_path, monkeypatch):
+    hot(monkeypatch)
+    n = 600
+    data = write_arith(tmp_path / "a.jsonl", n)
+    progress = Progress()
+    async with FakeOpenAI(responder=arith_reply, latency=0.005) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=8,
+                                        progress=progress)
+    assert progress.rules.offloaded > 0
+    assert report.result("arith")["correct"] == expected_correct(n)
+    rows = [json.loads(line) for line in
+            (tmp_path / "w/details/fake/arith.jsonl").read_text().splitlines()]
+    assert [r["index"] for r in rows] == list(range(n))
+
+
+async def test_cut_replies_in_a_backlog_are_read_as_cut(tmp_path, monkeypatch):
+    hot(monkeypatch)
+    n = 256
+    data = write_arith(tmp_path / "a.jsonl", n)
+    progress = Progress()
+    # Cut for length, every time: "Let me add 3 and 4. The answer is 7." committed to 7;
+    # "Let me add 3 and 4" concluded nothing.
+    replies = [arith_reply, lambda body: arith_reply(body).split(".")[0]]
+    async with FakeOpenAI(responder=lambda body: replies[body_index(body) % 2](body),
+                          latency=0.005,
+                          faults=lambda body, attempt: Fault("length", keep=1000)) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=32,
+                                        progress=progress)
+    assert progress.rules.offloaded > 0
+    result = report.result("arith")
+    assert result["counts"] == {"ok": n // 2, "extract_failed": n // 2}
+
+
+async def test_a_batch_the_worker_cannot_take_is_scored_on_the_loop(tmp_path):
+    # A row value that does not pickle: the batch cannot be sent, so the loop scores it,
+    # and the rest of the run, with the same verdicts.
+    scorer = Scorer({"arith": spec(tmp_path, "gsm8k_postprocess")}, "eval", 1, Progress())
+    batch = completions("arith", 2 * offload.MIN_BATCH)
+    sample = batch[0].sample
+    batch[0] = Completion(Sample(sample.dataset, "m", 0, 0, {**sample.row, "f": lambda: 0},
+                                 sample.reference, (), key="k0"), "ok", "The answer is 0.",
+                          "stop")
+    async with anyio.create_task_group() as tg:
+        scorer.start(tg)
+        try:
+            with anyio.fail_after(60):
+                while scorer.batches:
+                    scored = await scorer.score_batch(batch)
+                    await anyio.sleep(0.05)
+            inline = [await scorer.score_keyed(c) for c in batch]
+        finally:
+            await scorer.aclose()
+    assert scorer.progress.rules.offloaded == 0
+    assert scored == inline
+    assert scored[0][0].status == "ok" and scored[0][0].correct
