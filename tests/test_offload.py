@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,7 @@ from harness.stages.score import Scorer
 from harness.testing import FakeOpenAI, Fault
 from harness.testing.workloads import arith_reply, echo_last_user
 
-from .helpers import expected_correct, model_cfg, write_arith, write_config
+from .helpers import expected_correct, model_cfg, write_arith, write_config, write_judge_config
 
 # Replies every rule path sees: stated, boxed, cut for length, reasoning, none, empty.
 REPLIES = [
@@ -48,6 +51,12 @@ def completions(dataset: str, count: int) -> list[Completion]:
                         reference, (), key=f"k{i}")
         out.append(Completion(sample, "ok", text.format(a=i, b=i + 1), finish))
     return out
+
+
+@pytest.fixture(autouse=True)
+def spawnable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever runs the tests, their main module is safe to spawn workers under."""
+    monkeypatch.setattr(offload, "can_spawn", lambda: True)
 
 
 def hot(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -213,3 +222,51 @@ async def test_a_batch_the_worker_cannot_take_is_scored_on_the_loop(tmp_path):
     assert scorer.progress.rules.offloaded == 0
     assert scored == inline
     assert scored[0][0].status == "ok" and scored[0][0].correct
+
+
+def test_a_user_modules_evaluator_stays_on_the_loop(tmp_path, monkeypatch):
+    # A worker would import the module afresh, without the state the run gave it
+    # (here a tolerance the config sets): only harness's own code is offloaded.
+    (tmp_path / "tolerant.py").write_text(
+        "import harness\nTOLERANCE = 0\n"
+        "class Tolerant(harness.AccEvaluator):\n"
+        "    def score_sample(self, prediction, reference, test_item=None):\n"
+        "        detail = super().score_sample(prediction, reference, test_item)\n"
+        "        detail['tolerance'] = TOLERANCE\n"
+        "        return detail\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = write_arith(tmp_path / "a.jsonl", 4)
+    cfg = write_config(tmp_path / "cfg.py", data, evaluator="Tolerant",
+                       extra="import tolerant\nfrom tolerant import Tolerant\n"
+                             "tolerant.TOLERANCE = 1\n")
+    scorer = Scorer({"arith": load_config(cfg).datasets[0]}, "eval", 1, Progress())
+    assert not scorer.batches
+
+
+def test_a_cascade_sends_its_rule_layer_to_the_worker_not_its_judge(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 4)
+    cfg = write_judge_config(tmp_path / "cfg.py", data, "http://127.0.0.1:9/v1")
+    scorer = Scorer({"arith": load_config(cfg).datasets[0]}, "eval", 1, Progress())
+    found = offload.offloadable(scorer.rules)
+    assert found is not None and found[1] == {"arith"}
+    assert b"sk-judge" not in found[0] and b"judge-model" not in found[0]
+
+
+def test_beside_math_verify_workers_nothing_is_offloaded(tmp_path):
+    # Their checks would wait one batch at a time in the score stage.
+    (tmp_path / "m").mkdir()
+    (tmp_path / "g").mkdir()
+    math = spec(tmp_path / "m", "math_postprocess_v2")
+    scorer = Scorer({"math": replace(math, evaluator=harness.MATHVerifyEvaluator()),
+                     "arith": spec(tmp_path / "g", "gsm8k_postprocess")}, "eval", 1,
+                    Progress())
+    assert not scorer.batches and not scorer.scores_here
+
+
+def test_a_script_as_main_module_never_spawns_an_offload_worker(tmp_path):
+    # A spawned worker would run an unguarded script again; `python -m pkg` is safe.
+    script = tmp_path / "run.py"
+    script.write_text("from harness.stages import offload\nprint(offload.can_spawn())\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"

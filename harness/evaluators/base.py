@@ -72,6 +72,12 @@ class BaseEvaluator:
         scoring methods never apply them themselves."""
         return (self.pred_postprocessor,) if self.pred_postprocessor is not None else ()
 
+    def rule_checker(self) -> BaseEvaluator | None:
+        """The evaluator whose ``score_sample`` gives this one's rule verdict on a
+        postprocessed prediction: itself; a cascade's rule layer (never its judge).
+        None when that is a function of the config's (``sample_score_fn``)."""
+        return self
+
     def score_sample(self, prediction: Any, reference: Any,
                      test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Score one sample: a dict with at least ``correct``, ``pred`` and ``answer``."""

@@ -167,6 +167,11 @@ class CascadeEvaluator(BaseEvaluator):
         return super().prediction_postprocessors() + (
             rule.prediction_postprocessors() if rule is not None else ())
 
+    def rule_checker(self) -> BaseEvaluator | None:
+        """The rule layer (``score_sample`` delegates to it); None with a
+        ``sample_score_fn``."""
+        return self.rule_evaluator if self.sample_score_fn is None else None
+
     def fast_score(self, prediction: Any, reference: Any) -> dict[str, Any] | None:
         """The rule layer's ``fast_score`` (math-verify's fast path); None with a
         ``sample_score_fn``."""

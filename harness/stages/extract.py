@@ -18,11 +18,24 @@ from ..postprocessors.build import BoundPostprocessor
 
 @dataclass(frozen=True, slots=True)
 class Rules:
-    """The parts of a dataset that score a reply by rule: what a worker process needs."""
+    """The parts of a dataset that score a reply by rule: what a worker process needs
+    (a cascade's judge is not among them)."""
 
     dataset_postprocessor: Any
     pred_postprocessor: Any
-    evaluator: BaseEvaluator | None
+    #: The evaluator's ``prediction_postprocessors()``.
+    evaluator_postprocessors: tuple[Any, ...]
+    #: The evaluator's ``rule_checker()``: whose ``score_sample`` gives the verdict.
+    checker: BaseEvaluator | None
+
+    @classmethod
+    def of(cls, dataset_postprocessor: Any, pred_postprocessor: Any,
+           evaluator: BaseEvaluator | None) -> Rules:
+        """The rules of a dataset with these postprocessors and evaluator."""
+        if evaluator is None:
+            return cls(dataset_postprocessor, pred_postprocessor, (), None)
+        return cls(dataset_postprocessor, pred_postprocessor,
+                   evaluator.prediction_postprocessors(), evaluator.rule_checker())
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +70,9 @@ def extract(rules: Rules, text: str | None, finish_reason: str | None,
     if rules.pred_postprocessor is not None:
         extracted = _extract(rules.pred_postprocessor, text, row, cut)
     prediction = extracted
-    if rule and rules.evaluator is not None:
+    if rule:
         cut = cut and _ends_reply(extracted, text)
-        for postprocessor in rules.evaluator.prediction_postprocessors():
+        for postprocessor in rules.evaluator_postprocessors:
             before, prediction = prediction, _extract(postprocessor, prediction, row, cut)
             cut = cut and _ends_reply(prediction, before)
     return Extraction(reference, extracted, prediction)

@@ -19,7 +19,9 @@ config file do not pickle, so their datasets are scored on the loop as before.
 from __future__ import annotations
 
 import functools
+import io
 import pickle
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,12 +37,17 @@ WINDOW = 1.0
 BATCH = 256
 #: Fewer replies waiting than this are scored on the spot.
 MIN_BATCH = 16
+#: Seconds the score stage waits for a batch to build when replies come one at a time
+#: (a single producer, such as the reader re-scoring stored predictions).
+GATHER = 0.002
 #: Largest pickled rules sent to a worker: a warm-up is written to an empty pipe
 #: without waiting, which a pipe buffer's worth never blocks.
 MAX_RULES_BYTES = 32 * 1024
-#: Seconds a worker may take over one batch (microseconds per reply are expected) before
-#: it is killed and the batch is scored on the loop instead.
+#: A batch's time limit in the worker: this, plus ``SECONDS_PER_CHAR`` for each
+#: character of its replies (extraction is linear in a reply's length, a few µs per
+#: hundred characters); past it the worker is killed and the batch is scored on the loop.
 BATCH_TIMEOUT = 60.0
+SECONDS_PER_CHAR = 1e-5
 
 #: One reply to check: (dataset, text, finish_reason, row, reference).
 Item = tuple[str, str | None, str | None, Mapping[str, Any], Any]
@@ -52,24 +59,70 @@ Checked = tuple[Extraction, dict[str, Any] | None] | None
 _RULES: dict[str, Rules] = {}
 
 
+def can_spawn() -> bool:
+    """Whether starting a worker process is safe without the user's say. A spawned
+    worker imports the program's main module again, unless it is a package's
+    ``__main__`` (``python -m harness``, ``python -m pytest``), which multiprocessing
+    never re-runs; a script that runs harness without ``if __name__ == "__main__":``
+    would run again inside the worker (the README asks for that guard only for
+    math-verify's workers)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return spec is not None and spec.name.endswith(".__main__")
+
+
 def offloadable(rules: Mapping[str, Rules]) -> tuple[bytes, frozenset[str]] | None:
     """The pickled rules of the datasets a worker can score, and their names; None if
-    there are none or they do not pickle small."""
-    chosen = {}
+    there are none. A dataset qualifies when its evaluator needs only ``score_sample``
+    (not math-verify's workers, not code execution, no time limit of its own) and its
+    rules are made only of harness's and the standard library's code: a user's module
+    imported again in a worker would not carry the state the run gave it, so its
+    verdicts could differ. Datasets are taken in order while the rules fit
+    ``MAX_RULES_BYTES``."""
+    chosen: dict[str, Rules] = {}
+    size = 0
     for name, rule in rules.items():
-        evaluator = rule.evaluator
-        if (evaluator is None or evaluator.needs_worker or evaluator.executes
-                or evaluator.quiet_timeout() is not None):
+        checker = rule.checker
+        if (checker is None or checker.needs_worker or checker.executes
+                or checker.quiet_timeout() is not None):
             continue
         try:
-            pickle.dumps(rule, pickle.HIGHEST_PROTOCOL)
+            blob = _pure_pickle(rule)
         except Exception:  # noqa: BLE001 - a config's own function, a lambda, ...
             continue
+        if size + len(blob) > MAX_RULES_BYTES:
+            continue
         chosen[name] = rule
+        size += len(blob)
     if not chosen:
         return None
-    blob = pickle.dumps(chosen, pickle.HIGHEST_PROTOCOL)
-    return (blob, frozenset(chosen)) if len(blob) <= MAX_RULES_BYTES else None
+    return pickle.dumps(chosen, pickle.HIGHEST_PROTOCOL), frozenset(chosen)
+
+
+class _NotPure(Exception):
+    """The rules refer to code outside harness and the standard library."""
+
+
+class _PurePickler(pickle.Pickler):
+    """A pickler that refuses classes and functions from outside harness and the
+    standard library (``reducer_override`` sees each one before it is pickled)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, type) or callable(obj) and hasattr(obj, "__module__"):
+            module = (getattr(obj, "__module__", None) or "").partition(".")[0]
+            if module != "harness" and module not in sys.stdlib_module_names:
+                raise _NotPure(f"{obj!r} is from {module!r}")
+        return NotImplemented
+
+
+def _pure_pickle(rule: Rules) -> bytes:
+    out = io.BytesIO()
+    _PurePickler(out, pickle.HIGHEST_PROTOCOL).dump(rule)
+    return out.getvalue()
+
+
+def timeout(items: list[Item]) -> float:
+    """The time limit of a batch of ``items`` in a worker."""
+    return BATCH_TIMEOUT + SECONDS_PER_CHAR * sum(len(text or "") for _, text, *_ in items)
 
 
 def installer(blob: bytes) -> Callable[[], None]:
@@ -91,8 +144,8 @@ def check(items: list[Item]) -> list[Checked]:
             found = extract(rules, text, finish_reason, row, reference)
             detail = None
             if not found.failed:
-                assert rules.evaluator is not None
-                detail = rules.evaluator.score_sample(found.prediction, found.reference, row)
+                assert rules.checker is not None
+                detail = rules.checker.score_sample(found.prediction, found.reference, row)
             out.append((found, detail))
         except Exception:  # noqa: BLE001 - the loop scores it again and reports why
             out.append(None)

@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream
 from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
@@ -91,13 +92,15 @@ class Scorer:
                                            for d in datasets.values())
         if executes:  # one sandboxed program per core
             self.parallelism = max(self.parallelism, os.cpu_count() or 1)
-        self.rules = {name: Rules(d.dataset_postprocessor, d.pred_postprocessor, d.evaluator)
-                      for name, d in datasets.items()}
+        self.rules = {name: Rules.of(d.dataset_postprocessor, d.pred_postprocessor,
+                                     d.evaluator) for name, d in datasets.items()}
         # Datasets a worker process may score when replies pile up (``offload``); its
         # pool is the math-verify one if there is one, else started at the first backlog.
+        # Not beside worker processes of another kind: the score stage would then wait
+        # for their checks one batch at a time instead of side by side.
         self._offload = offload.offloadable(
             {name: rules for name, rules in self.rules.items() if self.plans[name][0]}
-        ) if mode != "infer" else None
+        ) if mode != "infer" and not heavy and not executes and offload.can_spawn() else None
         self._offload_workers = workers or max(1, (os.cpu_count() or 1) - 1)
         self._offload_pool: WorkerPool | None = None
         self._offload_ready = False
@@ -198,7 +201,13 @@ class Scorer:
         """``score_keyed`` of each completion; a backlog of them that a worker process can
         score goes there in one call, once its worker is ready."""
         checked = await self._check_offloaded(completions)
-        return [await self.score_keyed(c, checked.get(i)) for i, c in enumerate(completions)]
+        scored = []
+        for i, completion in enumerate(completions):
+            if i and i not in checked:
+                # Scored here: let the other tasks run between long replies.
+                await anyio.lowlevel.checkpoint()
+            scored.append(await self.score_keyed(completion, checked.get(i)))
+        return scored
 
     async def _check_offloaded(self, completions: list[Completion]
                                ) -> dict[int, offload.Checked]:
@@ -218,7 +227,7 @@ class Scorer:
         assert self._offload_pool is not None
         try:
             checked = await self._offload_pool.run(offload.check, items,
-                                                   timeout=offload.BATCH_TIMEOUT)
+                                                   timeout=offload.timeout(items))
         except Exception:  # noqa: BLE001 - a killed or crashed worker
             # Score them here, and the rest of the run too: a batch that kills its
             # worker would kill the next one as well.
@@ -509,11 +518,22 @@ async def score(receive: ObjectReceiveStream[Completion], scorer: Scorer,
     async with receive, dispatch:
         async for completion in receive:
             batch = [completion]
-            while scorer.batches and len(batch) < offload.BATCH:
-                try:
-                    batch.append(receive.receive_nowait())
-                except (anyio.WouldBlock, anyio.EndOfStream):
-                    break
-            scorer.note_batch(len(batch))
+            if scorer.batches:
+                _drain(receive, batch)
+                if len(batch) < offload.MIN_BATCH and not scorer.scores_here:
+                    # Replies coming one at a time (a single producer): give a batch
+                    # time to build before deciding there is no backlog.
+                    await anyio.sleep(offload.GATHER)
+                    _drain(receive, batch)
+                scorer.note_batch(len(batch))
             for scored in await scorer.score_batch(batch):
                 await dispatch.put(*scored)
+
+
+def _drain(receive: ObjectReceiveStream[Completion], batch: list[Completion]) -> None:
+    """Add to ``batch`` what is already waiting in ``receive``, up to ``offload.BATCH``."""
+    while len(batch) < offload.BATCH:
+        try:
+            batch.append(receive.receive_nowait())
+        except (anyio.WouldBlock, anyio.EndOfStream):
+            return
