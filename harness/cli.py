@@ -138,6 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     import anyio
 
+    from .stages.offload import started_by_cli
+
+    started_by_cli()  # the CLI's main module is safe to spawn workers under
+
     from .catalog import resolve_config
     from .errors import HarnessError, ModelCallError
     from .gc_tuning import tune_gc

@@ -59,15 +59,25 @@ Checked = tuple[Extraction, dict[str, Any] | None] | None
 _RULES: dict[str, Rules] = {}
 
 
+_CLI = False
+
+
+def started_by_cli() -> None:
+    """Called by the CLI's entry point (``python -m harness``, the ``harness`` script):
+    its main module is safe to spawn workers under."""
+    global _CLI
+    _CLI = True
+
+
 def can_spawn() -> bool:
     """Whether starting a worker process is safe without the user's say. A spawned
     worker imports the program's main module again, unless it is a package's
     ``__main__`` (``python -m harness``, ``python -m pytest``), which multiprocessing
-    never re-runs; a script that runs harness without ``if __name__ == "__main__":``
-    would run again inside the worker (the README asks for that guard only for
-    math-verify's workers)."""
+    never re-runs, or the CLI's guarded script; a script that runs harness without
+    ``if __name__ == "__main__":`` would run again inside the worker (the README asks
+    for that guard only for math-verify's workers)."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    return spec is not None and spec.name.endswith(".__main__")
+    return _CLI or (spec is not None and spec.name.endswith(".__main__"))
 
 
 def offloadable(rules: Mapping[str, Rules]) -> tuple[bytes, frozenset[str]] | None:
