@@ -128,6 +128,15 @@ def _add_report_commands(sub: argparse._SubParsersAction) -> None:
                    "judge templates")
 
 
+def console_main() -> int:
+    """Entry point of the ``harness`` script: ``main``, under a main module (the
+    script's wrapper, which is guarded) that worker processes may be spawned under."""
+    from .stages.offload import started_by_cli
+
+    started_by_cli()
+    return main()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m harness``; returns the exit code."""
     args = build_parser().parse_args(argv)
@@ -137,10 +146,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     import anyio
-
-    from .stages.offload import started_by_cli
-
-    started_by_cli()  # the CLI's main module is safe to spawn workers under
 
     from .catalog import resolve_config
     from .errors import HarnessError, ModelCallError

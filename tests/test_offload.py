@@ -5,9 +5,11 @@ loop would give (``harness.stages.offload``), and what cannot go there stays on 
 from __future__ import annotations
 
 import json
+import pickle
 import re
 import subprocess
 import sys
+import types
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from harness.config import load_config
 from harness.progress import Progress
 from harness.records import Completion, Sample
 from harness.stages import offload
+from harness.stages.extract import Rules
 from harness.stages.score import Scorer
 from harness.testing import FakeOpenAI, Fault
 from harness.testing.workloads import arith_reply, echo_last_user
@@ -200,7 +203,7 @@ async def test_cut_replies_in_a_backlog_are_read_as_cut(tmp_path, monkeypatch):
     assert result["counts"] == {"ok": n // 2, "extract_failed": n // 2}
 
 
-async def test_a_batch_the_worker_cannot_take_is_scored_on_the_loop(tmp_path):
+async def test_a_batch_the_worker_cannot_take_is_scored_on_the_loop(tmp_path, monkeypatch):
     # A row value that does not pickle: the batch cannot be sent, so the loop scores it,
     # and the rest of the run, with the same verdicts.
     scorer = Scorer({"arith": spec(tmp_path, "gsm8k_postprocess")}, "eval", 1, Progress())
@@ -209,6 +212,9 @@ async def test_a_batch_the_worker_cannot_take_is_scored_on_the_loop(tmp_path):
     batch[0] = Completion(Sample(sample.dataset, "m", 0, 0, {**sample.row, "f": lambda: 0},
                                  sample.reference, (), key="k0"), "ok", "The answer is 0.",
                           "stop")
+    monkeypatch.setattr(offload, "WINDOW", 0.0)
+    scorer.note_inline(10.0)  # scoring is the loop's bottleneck
+    assert not scorer.scores_here
     async with anyio.create_task_group() as tg:
         scorer.start(tg)
         try:
@@ -222,6 +228,8 @@ async def test_a_batch_the_worker_cannot_take_is_scored_on_the_loop(tmp_path):
     assert scorer.progress.rules.offloaded == 0
     assert scored == inline
     assert scored[0][0].status == "ok" and scored[0][0].correct
+    # And callers score inline again, even after a window in which scoring was hot.
+    assert scorer.scores_here
 
 
 def test_a_user_modules_evaluator_stays_on_the_loop(tmp_path, monkeypatch):
@@ -272,3 +280,25 @@ def test_a_script_as_main_module_never_spawns_an_offload_worker(tmp_path):
                          check=True)
     # The CLI's own entry point (its script is guarded) says so.
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_code_is_judged_by_its_file_not_its_modules_name(tmp_path, monkeypatch):
+    # A user's package named like a standard module ("sched") is still the user's.
+    fake = types.ModuleType("sched")
+    fake.__file__ = str(tmp_path / "sched" / "__init__.py")
+    monkeypatch.setitem(sys.modules, "sched", fake)
+    mine = type("Tolerant", (harness.AccEvaluator,), {"__module__": "sched"})
+    assert offload.offloadable({"a": Rules.of(None, None, mine())}) is None
+    assert offload.offloadable({"a": Rules.of(None, None, harness.AccEvaluator())})
+
+
+@pytest.mark.parametrize("evaluator", [harness.BleuEvaluator(tokenize="char"),
+                                       harness.RougeEvaluator(use_stemmer=True)],
+                         ids=["bleu", "rouge"])
+def test_text_metrics_go_to_a_worker_as_their_options(evaluator):
+    # Their sacrebleu and rouge-score objects are rebuilt there, scoring the same.
+    assert offload.offloadable({"a": Rules.of(None, None, evaluator)}) is not None
+    copy = pickle.loads(pickle.dumps(evaluator))
+    pred, refs = "the cat sat on a mat", ["the cat sat on the mat", "a cat on a mat"]
+    assert copy.score_sample(pred, refs) == evaluator.score_sample(pred, refs)
+    assert copy.metric_options() == evaluator.metric_options()

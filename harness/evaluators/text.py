@@ -63,6 +63,11 @@ class BleuEvaluator(BaseEvaluator):
         """The tokenizer, case folding and chrF word order the scores depend on."""
         return dict(self._options)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its options, without sacrebleu's objects: a scoring copy for a
+        worker process (its postprocessors are applied by the run, not by it)."""
+        return _rebuilt, (type(self), self.metric_options())
+
     def statistics(self) -> tuple[Statistic, ...]:
         """Corpus BLEU, then corpus chrF."""
         from ..metrics.bleu import corpus_statistic
@@ -104,6 +109,10 @@ class RougeEvaluator(BaseEvaluator):
     def metric_options(self) -> dict[str, Any]:
         """Whether words are stemmed before matching."""
         return {"use_stemmer": self._use_stemmer}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its options, without rouge-score's objects (see BleuEvaluator)."""
+        return _rebuilt, (type(self), self.metric_options())
 
     def statistics(self) -> tuple[Statistic, ...]:
         """The mean F-measure of each ROUGE type."""
@@ -188,3 +197,8 @@ class NQEvaluator(SquadEvaluator):
         # An empty normalized reference would be "in" every answer.
         detail["contains"] = bool(answer) and any(r and r in answer for r in refs)
         return detail
+
+
+def _rebuilt(cls: type[BaseEvaluator], options: Mapping[str, Any]) -> BaseEvaluator:
+    """An evaluator of ``cls`` built again from its metric options (unpickling)."""
+    return cls(**options)

@@ -20,11 +20,16 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import pickle
 import sys
+import sysconfig
+import types
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
+from ..outcomes import HARNESS_DIR
 from .extract import Extraction, Rules, extract
 
 #: Share of the event loop's time spent scoring in callers' tasks, over a window of
@@ -63,8 +68,8 @@ _CLI = False
 
 
 def started_by_cli() -> None:
-    """Called by the CLI's entry point (``python -m harness``, the ``harness`` script):
-    its main module is safe to spawn workers under."""
+    """Called by the ``harness`` script's entry point (``cli.console_main``): its
+    wrapper, the main module, is guarded, so workers are safe to spawn under it."""
     global _CLI
     _CLI = True
 
@@ -112,15 +117,40 @@ class _NotPure(Exception):
     """The rules refer to code outside harness and the standard library."""
 
 
+# Where harness's own code and the standard library's live: code from anywhere else
+# (a user's module, whatever its name) is not sent to a worker.
+_STDLIB = tuple(Path(sysconfig.get_paths()[key]).resolve() for key in ("stdlib", "platstdlib"))
+
+
+def _trusted(obj: Any) -> bool:
+    """Whether ``obj``, a class or function, is defined in harness's source files or in
+    the standard library (judged by its file, not its module's name)."""
+    code = getattr(obj, "__code__", None)
+    filename: str | None
+    if isinstance(code, types.CodeType):
+        filename = code.co_filename
+    else:
+        module = sys.modules.get(getattr(obj, "__module__", None) or "")
+        if module is None:
+            return False
+        filename = getattr(module, "__file__", None)
+        if filename is None:  # a built-in module (builtins, _functools)
+            return module.__name__ in sys.builtin_module_names
+    path = Path(os.path.realpath(filename))
+    return path.is_relative_to(HARNESS_DIR) or (
+        any(path.is_relative_to(root) for root in _STDLIB) and "site-packages" not in path.parts)
+
+
 class _PurePickler(pickle.Pickler):
-    """A pickler that refuses classes and functions from outside harness and the
-    standard library (``reducer_override`` sees each one before it is pickled)."""
+    """A pickler that refuses any object whose class, and any class or function, that
+    is not harness's or the standard library's (``reducer_override`` sees each one
+    before it is pickled)."""
 
     def reducer_override(self, obj: Any) -> Any:
-        if isinstance(obj, type) or callable(obj) and hasattr(obj, "__module__"):
-            module = (getattr(obj, "__module__", None) or "").partition(".")[0]
-            if module != "harness" and module not in sys.stdlib_module_names:
-                raise _NotPure(f"{obj!r} is from {module!r}")
+        for code in (obj, type(obj)) if callable(obj) or isinstance(obj, type) else (
+                type(obj),):
+            if not _trusted(code):
+                raise _NotPure(f"{code!r} is not harness's or the standard library's")
         return NotImplemented
 
 

@@ -231,7 +231,7 @@ class Scorer:
         except Exception:  # noqa: BLE001 - a killed or crashed worker
             # Score them here, and the rest of the run too: a batch that kills its
             # worker would kill the next one as well.
-            self._offload = None
+            self._offload, self._hot = None, False
             return {}
         done = {i: found for i, found in zip(mine, checked, strict=True) if found is not None}
         self.progress.rules.offloaded += len(done)
@@ -251,7 +251,7 @@ class Scorer:
         try:
             await self._offload_pool.warm(offload.installer(self._offload[0]))
         except Exception:  # noqa: BLE001 - e.g. a rule that does not unpickle there
-            self._offload = None
+            self._offload, self._hot = None, False
             return
         self._offload_ready = True
 
