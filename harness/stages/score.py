@@ -225,6 +225,8 @@ class Scorer:
             (c.sample.dataset, c.text, c.finish_reason, c.sample.row, c.sample.reference)
             for c in (completions[i] for i in mine)]
         assert self._offload_pool is not None
+        stage = self.progress.rules
+        stage.in_flight += len(items)  # shown as in flight while the worker has them
         try:
             checked = await self._offload_pool.run(offload.check, items,
                                                    timeout=offload.timeout(items))
@@ -233,6 +235,8 @@ class Scorer:
             # worker would kill the next one as well.
             self._offload, self._hot = None, False
             return {}
+        finally:
+            stage.in_flight -= len(items)
         done = {i: found for i, found in zip(mine, checked, strict=True) if found is not None}
         self.progress.rules.offloaded += len(done)
         return done
