@@ -4,12 +4,15 @@ loop would give (``harness.stages.offload``), and what cannot go there stays on 
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
 import pickle
 import re
 import subprocess
 import sys
 import types
+from copy import deepcopy
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -292,6 +295,20 @@ def test_code_is_judged_by_its_file_not_its_modules_name(tmp_path, monkeypatch):
     assert offload.offloadable({"a": Rules.of(None, None, harness.AccEvaluator())})
 
 
+def test_a_user_function_in_a_stdlib_wrapper_stays_on_the_loop(tmp_path, monkeypatch):
+    # singledispatch's wrapper has functools' code, but pickle imports the user's module.
+    (tmp_path / "userpp.py").write_text(
+        "import functools\nTOL = 0\n"
+        "@functools.singledispatch\ndef pp(text):\n    return f'{text}{TOL}'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    userpp = importlib.import_module("userpp")
+    rules = Rules.of(None, userpp.pp, harness.AccEvaluator())
+    assert offload.offloadable({"a": rules}) is None
+    # Methods of built-in types and frozen standard modules are the standard library's.
+    for function in (str.strip, "x".strip, os.path.basename):
+        assert offload.offloadable({"a": Rules.of(None, function, harness.AccEvaluator())})
+
+
 @pytest.mark.parametrize("evaluator", [harness.BleuEvaluator(tokenize="char"),
                                        harness.RougeEvaluator(use_stemmer=True)],
                          ids=["bleu", "rouge"])
@@ -302,3 +319,12 @@ def test_text_metrics_go_to_a_worker_as_their_options(evaluator):
     pred, refs = "the cat sat on a mat", ["the cat sat on the mat", "a cat on a mat"]
     assert copy.score_sample(pred, refs) == evaluator.score_sample(pred, refs)
     assert copy.metric_options() == evaluator.metric_options()
+
+
+def test_a_copied_text_metric_keeps_its_settings():
+    # Only the metric library's objects are left out of the state, and built again.
+    evaluator = harness.BleuEvaluator(pred_postprocessor=dict(type="strip-think"), timeout=5)
+    clone = deepcopy(evaluator)
+    assert len(clone.prediction_postprocessors()) == 1 and clone.timeout == 5
+    assert clone.score_sample("a cat", ["a cat sat"]) == evaluator.score_sample(
+        "a cat", ["a cat sat"])

@@ -49,24 +49,36 @@ class BleuEvaluator(BaseEvaluator):
     def __init__(self, tokenize: str | None = None, lowercase: bool = False,
                  chrf_word_order: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        from ..metrics.bleu import bleu, chrf
 
         self._options = {"tokenize": tokenize, "lowercase": bool(lowercase),
                          "chrf_word_order": chrf_word_order}
         try:
-            self._bleu = bleu(tokenize, lowercase)
-            self._chrf = chrf(chrf_word_order, lowercase)
+            self._build_metrics()
         except (AssertionError, KeyError, ValueError) as exc:  # sacrebleu's own checks
             raise ValueError(f"BleuEvaluator: {exc or 'invalid sacrebleu option'}") from exc
+
+    def _build_metrics(self) -> None:
+        from ..metrics.bleu import bleu, chrf
+
+        options: dict[str, Any] = self._options
+        self._bleu = bleu(options["tokenize"], options["lowercase"])
+        self._chrf = chrf(options["chrf_word_order"], options["lowercase"])
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Its settings without sacrebleu's objects (a worker process, a copy builds
+        them again from its options)."""
+        state = dict(vars(self))
+        del state["_bleu"], state["_chrf"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update(state)
+        self._build_metrics()
 
     def metric_options(self) -> dict[str, Any]:
         """The tokenizer, case folding and chrF word order the scores depend on."""
         return dict(self._options)
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled as its options, without sacrebleu's objects: a scoring copy for a
-        worker process (its postprocessors are applied by the run, not by it)."""
-        return _rebuilt, (type(self), self.metric_options())
 
     def statistics(self) -> tuple[Statistic, ...]:
         """Corpus BLEU, then corpus chrF."""
@@ -110,9 +122,17 @@ class RougeEvaluator(BaseEvaluator):
         """Whether words are stemmed before matching."""
         return {"use_stemmer": self._use_stemmer}
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled as its options, without rouge-score's objects (see BleuEvaluator)."""
-        return _rebuilt, (type(self), self.metric_options())
+    def __getstate__(self) -> dict[str, Any]:
+        """Its settings without rouge-score's objects (see BleuEvaluator)."""
+        state = dict(vars(self))
+        del state["_rouge"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        from ..metrics.rouge import Rouge
+
+        vars(self).update(state)
+        self._rouge = Rouge(use_stemmer=self._use_stemmer)
 
     def statistics(self) -> tuple[Statistic, ...]:
         """The mean F-measure of each ROUGE type."""
@@ -197,8 +217,3 @@ class NQEvaluator(SquadEvaluator):
         # An empty normalized reference would be "in" every answer.
         detail["contains"] = bool(answer) and any(r and r in answer for r in refs)
         return detail
-
-
-def _rebuilt(cls: type[BaseEvaluator], options: Mapping[str, Any]) -> BaseEvaluator:
-    """An evaluator of ``cls`` built again from its metric options (unpickling)."""
-    return cls(**options)

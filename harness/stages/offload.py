@@ -123,19 +123,31 @@ _STDLIB = tuple(Path(sysconfig.get_paths()[key]).resolve() for key in ("stdlib",
 
 
 def _trusted(obj: Any) -> bool:
-    """Whether ``obj``, a class or function, is defined in harness's source files or in
-    the standard library (judged by its file, not its module's name)."""
+    """Whether ``obj``, a class or function, is harness's or the standard library's:
+    judged by files, not by names. Both the module pickle will import it from and,
+    for a function, the file its code was written in must be trusted (a user's function
+    wrapped by ``functools.wraps`` has functools' code but the user's module)."""
+    name = getattr(obj, "__module__", None)
+    if not name:  # a method of a built-in type ("x".strip, str.lower): judged by the type
+        owner = getattr(obj, "__objclass__", None)
+        if owner is None and hasattr(obj, "__self__"):
+            owner = type(obj.__self__)
+        return isinstance(owner, type) and owner is not obj and _trusted(owner)
+    module = sys.modules.get(name)
+    if module is None:
+        return False
+    module_file = getattr(module, "__file__", None)
+    if module_file is None:  # a built-in module (builtins, _functools)
+        return name in sys.builtin_module_names
+    files = [module_file]
     code = getattr(obj, "__code__", None)
-    filename: str | None
-    if isinstance(code, types.CodeType):
-        filename = code.co_filename
-    else:
-        module = sys.modules.get(getattr(obj, "__module__", None) or "")
-        if module is None:
-            return False
-        filename = getattr(module, "__file__", None)
-        if filename is None:  # a built-in module (builtins, _functools)
-            return module.__name__ in sys.builtin_module_names
+    if isinstance(code, types.CodeType) and not code.co_filename.startswith("<"):
+        files.append(code.co_filename)  # "<frozen posixpath>": the module's file says
+    return all(_trusted_file(file) for file in files)
+
+
+def _trusted_file(filename: str) -> bool:
+    """Whether ``filename`` is in harness's source or the standard library's."""
     path = Path(os.path.realpath(filename))
     return path.is_relative_to(HARNESS_DIR) or (
         any(path.is_relative_to(root) for root in _STDLIB) and "site-packages" not in path.parts)
