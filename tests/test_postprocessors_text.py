@@ -216,6 +216,19 @@ def test_a_reply_cut_off_for_length_is_credited_only_what_it_committed_to(
     assert extract(text) == whole  # the block ends: later replies are read as before
 
 
+@pytest.mark.parametrize("text, answer", [
+    ("We get $\\boxed{50}$. Actually, I made a sign error, so the sum is $-50$. "
+     "Hope this helps!", "-50"),
+    ("\\boxed{3}. Hmm, wait. Actually I misread, it should be 3 + 4 = 7, not 3", "7"),
+    # A rejection that states no result leaves the box standing.
+    ("The sum is $\\boxed{7}$. Note: I made a mistake in step 2 at first, but it is "
+     "corrected above.", "7"),
+], ids=["closing-remark", "rejected-number-last", "no-result-stated"])
+def test_a_finished_reply_that_rejects_its_box_is_credited_its_correction(text, answer) -> None:
+    # The closing line need not state the corrected answer: the rejection's result does.
+    assert math_postprocess_v2(text) == answer
+
+
 def test_a_cut_reply_whose_check_ends_on_its_box_after_rejecting_it_credits_nothing() -> None:
     # "…misread, it should be 3 + 4 = 7, not 3": the last number is the box's, rejected.
     with reply_cut_off(True):

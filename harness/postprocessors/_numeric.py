@@ -143,17 +143,18 @@ def span_value(span: str) -> str | None:
 _RESULT = compile_lazily(r"=\s*|\b(?i:so|therefore|thus|hence|total\s+is|it'?s|is)\s+")
 
 
-def retraction_value(span: str) -> str | None:
+def retraction_value(span: str, *, result_only: bool = False) -> str | None:
     """The number a correction settles on: the result after the last ``=`` or "so …".
 
     ``"I made a mistake. She has 9 eggs, so 9 * 2 = $18."`` → 18, while
-    ``"actually 14, not 12"`` → 14 (see :func:`span_value`).
+    ``"actually 14, not 12"`` → 14 (see :func:`span_value`). With ``result_only``,
+    None when nothing is stated as a result ("a mistake in step 2" names no answer).
     """
     cleaned = NEGATED.sub(" ", _ASIDE.sub(" ", span))
     cuts = [m.end() for m in _RESULT.finditer(cleaned) if NUMBER.search(cleaned, m.end())]
     if cuts:
         return span_value(cleaned[cuts[-1]:])
-    return span_value(cleaned)
+    return None if result_only else span_value(cleaned)
 
 
 _UNITS = {w: i for i, w in enumerate(

@@ -225,11 +225,20 @@ def math_postprocess_v2(text: Any) -> str:
                 # check: 3 + 4 = 7, which matches").
                 if TAKEN_BACK.search(tail) or not _settles_on(tail, cands[-1].value):
                     return ""
-            elif (value := closing_answer(tail)) is not None:
+            elif (value := closing_answer(tail) or _rejected_for(tail)) is not None:
                 cands.append(Candidate(cands[-1].end, len(reply), value))
         found = commit(cands, reply, same_latex)
         return found if isinstance(found, str) else ""
     return closing_answer(reply) or ""
+
+
+def _rejected_for(tail: str) -> str | None:
+    """The number a tail that rejects the answer before it states as the result
+    instead ("Actually, I made a sign error, so the sum is $-50$. Hope this helps!"),
+    when its closing line states none."""
+    if not TAKEN_BACK.search(tail):
+        return None
+    return retraction_value(normalize_numerals(tail), result_only=True)
 
 
 def _settles_on(text: str, value: Any) -> bool:
