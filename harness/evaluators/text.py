@@ -79,7 +79,6 @@ class BleuEvaluator(BaseEvaluator):
         """The tokenizer, case folding and chrF word order the scores depend on."""
         return dict(self._options)
 
-
     def statistics(self) -> tuple[Statistic, ...]:
         """Corpus BLEU, then corpus chrF."""
         from ..metrics.bleu import corpus_statistic

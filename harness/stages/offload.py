@@ -10,10 +10,10 @@ on the spot by the task that holds them, as without offloading; a trickle that r
 the score stage is scored there: a worker round trip costs more than a check.
 
 Each worker gets the datasets' rules once, as a warm-up (``install``), not with every
-batch. Only datasets whose rules pickle and whose evaluator needs nothing but a plain
-``score_sample`` are offloaded (not math-verify, which has its own per-check worker
-calls and time limits, nor code execution); a config's own functions defined in the
-config file do not pickle, so their datasets are scored on the loop as before.
+batch. Only datasets whose evaluator needs nothing but a plain ``score_sample`` (not
+math-verify, which has its own per-check worker calls and time limits, nor code
+execution) and whose rules are made of harness's and the standard library's code alone
+are offloaded (``offloadable``); the others are scored on the loop as before.
 """
 
 from __future__ import annotations
@@ -62,8 +62,6 @@ Item = tuple[str, str | None, str | None, Mapping[str, Any], Any]
 Checked = tuple[Extraction, dict[str, Any] | None] | None
 
 _RULES: dict[str, Rules] = {}
-
-
 _CLI = False
 
 

@@ -94,10 +94,10 @@ class Scorer:
             self.parallelism = max(self.parallelism, os.cpu_count() or 1)
         self.rules = {name: Rules.of(d.dataset_postprocessor, d.pred_postprocessor,
                                      d.evaluator) for name, d in datasets.items()}
-        # Datasets a worker process may score when replies pile up (``offload``); its
-        # pool is the math-verify one if there is one, else started at the first backlog.
-        # Not beside worker processes of another kind: the score stage would then wait
-        # for their checks one batch at a time instead of side by side.
+        # Datasets a worker process may score when replies pile up (``offload``), its
+        # pool started at the first backlog. Not beside worker processes of another
+        # kind: the score stage would then wait for their checks one batch at a time
+        # instead of side by side.
         self._offload = offload.offloadable(
             {name: rules for name, rules in self.rules.items() if self.plans[name][0]}
         ) if mode != "infer" and not heavy and not executes and offload.can_spawn() else None
@@ -106,9 +106,7 @@ class Scorer:
         self._offload_ready = False
         self._tg: TaskGroup | None = None
         if self._offload is not None:
-            self.parallelism = max(self.parallelism,
-                                   (self.pool.size if self.pool else self._offload_workers)
-                                   * (self.pool.depth if self.pool else DEPTH))
+            self.parallelism = max(self.parallelism, self._offload_workers * DEPTH)
         #: Whether ``score`` never waits (no worker processes, no programs to run) and
         #: nothing can be offloaded: then callers score inline instead of going through
         #: a score stage.
@@ -150,15 +148,16 @@ class Scorer:
     async def aclose(self) -> None:
         """Stop the worker processes, if any (shielded: it runs on cancellation too)."""
         with anyio.CancelScope(shield=True):
-            for pool in {id(p): p for p in (self.pool, self._offload_pool) if p}.values():
-                await pool.aclose()
+            for pool in (self.pool, self._offload_pool):  # never both (see __init__)
+                if pool is not None:
+                    await pool.aclose()
 
     @property
     def scores_here(self) -> bool:
         """Whether the task holding a completion should score it itself (no stream hop):
         always without worker processes, unless scoring has become the loop's
         bottleneck and a worker process can take a backlog (see ``offload``)."""
-        return self.inline or (self._may_inline and not self._hot)
+        return self._may_inline and not self._hot
 
     def note_inline(self, seconds: float) -> None:
         """Count ``seconds`` the loop spent scoring in a caller's task; over a window in
@@ -238,14 +237,14 @@ class Scorer:
         finally:
             stage.in_flight -= len(items)
         done = {i: found for i, found in zip(mine, checked, strict=True) if found is not None}
-        self.progress.rules.offloaded += len(done)
+        stage.offloaded += len(done)
         return done
 
     def _offload_started(self) -> bool:
         """Whether the offload worker is ready; starts it (and its warm-up, in the run's
         task group) on the first call."""
         if self._offload_pool is None and self._offload is not None and self._tg is not None:
-            self._offload_pool = self.pool or WorkerPool(self._offload_workers)
+            self._offload_pool = WorkerPool(self._offload_workers)
             self._tg.start_soon(self._warm_offload)
         return self._offload_ready
 
