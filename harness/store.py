@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import json
 import os
 import sqlite3
@@ -120,7 +121,7 @@ CREATE TABLE IF NOT EXISTS executions (
 _UPSERT_VERDICT = """
 INSERT INTO verdicts (key, judge, model, dataset, idx, replica, status, verdict, reply,
                       probability, error, requests, prompt_tokens, completion_tokens, updated)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES {rows}
 ON CONFLICT(key) DO UPDATE SET
     status = excluded.status, verdict = excluded.verdict, reply = excluded.reply,
     probability = excluded.probability, error = excluded.error,
@@ -137,7 +138,7 @@ _UPSERT_PREDICTION = """
 INSERT INTO predictions (key, model, dataset, idx, replica, status, text, finish_reason,
                          error, prompt_tokens, completion_tokens, attempts, updated,
                          reasoning)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+VALUES {rows}
 ON CONFLICT(key) DO UPDATE SET
     status = excluded.status, text = excluded.text, finish_reason = excluded.finish_reason,
     error = excluded.error, reasoning = excluded.reasoning,
@@ -180,7 +181,7 @@ _MIGRATIONS = {1: _MIGRATE_1_TO_2, 2: _MIGRATE_2_TO_3, 3: _MIGRATE_3_TO_4, 4: _M
 
 # The same inputs give the same outcome, so a second write of a key only refreshes it.
 _UPSERT_OUTCOME = """
-INSERT INTO outcomes (key, outcome, verdict, updated) VALUES (?, ?, ?, ?)
+INSERT INTO outcomes (key, outcome, verdict, updated) VALUES {rows}
 ON CONFLICT(key) DO UPDATE SET
     outcome = excluded.outcome, verdict = excluded.verdict, updated = excluded.updated
 """
@@ -568,32 +569,32 @@ class Store:
     async def write_completions(self, batch: Iterable[StoreWrite]) -> None:
         """Commit a batch of fresh completions, verdicts and outcomes in one transaction."""
         now = time.time()
-        predictions, verdicts, outcomes = [], [], []
+        # Each table's rows, flattened (``_upsert`` binds them many rows per statement).
+        predictions: list[Any] = []
+        verdicts: list[Any] = []
+        outcomes: list[Any] = []
         for item in batch:
             if isinstance(item, OutcomeRow):
-                outcomes.append((item.key, item.outcome, item.verdict, now))
+                outcomes += (item.key, item.outcome, item.verdict, now)
             elif isinstance(item, VerdictRecord):
-                verdicts.append((item.key, item.judge, item.model, item.dataset, item.index,
-                                 item.replica, item.status, item.verdict, item.reply,
-                                 item.probability, item.error, item.requests,
-                                 item.prompt_tokens, item.completion_tokens, now))
+                verdicts += (item.key, item.judge, item.model, item.dataset, item.index,
+                             item.replica, item.status, item.verdict, item.reply,
+                             item.probability, item.error, item.requests,
+                             item.prompt_tokens, item.completion_tokens, now)
             else:
                 c = item
-                predictions.append((c.sample.key, c.sample.model, c.sample.dataset,
-                                    c.sample.index, c.sample.replica, c.status, c.text,
-                                    c.finish_reason, c.error, c.prompt_tokens,
-                                    c.completion_tokens, c.attempts, now, c.reasoning))
+                predictions += (c.sample.key, c.sample.model, c.sample.dataset,
+                                c.sample.index, c.sample.replica, c.status, c.text,
+                                c.finish_reason, c.error, c.prompt_tokens,
+                                c.completion_tokens, c.attempts, now, c.reasoning)
         if not predictions and not verdicts and not outcomes:
             return
         try:
             await self.conn.execute("BEGIN")
             try:
-                if predictions:
-                    await self.conn.executemany(_UPSERT_PREDICTION, predictions)
-                if verdicts:
-                    await self.conn.executemany(_UPSERT_VERDICT, verdicts)
-                if outcomes:
-                    await self.conn.executemany(_UPSERT_OUTCOME, outcomes)
+                await self._upsert(_UPSERT_PREDICTION, predictions)
+                await self._upsert(_UPSERT_VERDICT, verdicts)
+                await self._upsert(_UPSERT_OUTCOME, outcomes)
                 await self.conn.execute("COMMIT")
             except BaseException:
                 if self.conn.in_transaction:
@@ -601,6 +602,51 @@ class Store:
                 raise
         except sqlite3.Error as exc:
             raise self._error("writing results failed", exc) from exc
+
+    async def _upsert(self, template: str, values: list[Any]) -> None:
+        """Run ``template`` (an upsert whose ``VALUES {rows}`` takes the rows) over
+        ``values``, rows of one value per column laid end to end, many rows per statement.
+
+        ``sqlite3`` lets go of the GIL around each statement it steps, and taking it
+        back from a busy event loop waits for the loop to yield it: once per row with
+        ``executemany``, a convoy that slowed the loop and the writer alike at a thousand
+        calls in flight; once per ``ROWS_PER_STATEMENT`` rows this way
+        (``bench/README.md``, "Scale, seventh round")."""
+        width = _columns(template)
+        most, start, left = _rows_per_statement(width), 0, len(values) // width
+        while left:
+            # The rest in powers of two: a prepared statement of a thousand rows takes
+            # megabytes, and its cache would keep one of each size met.
+            rows = min(most, 1 << (left.bit_length() - 1))
+            end = start + rows * width
+            await self.conn.execute(_statement(template, rows), values[start:end])
+            start, left = end, left - rows
+
+
+#: Rows one write statement binds at most (fewer where SQLite allows fewer variables).
+ROWS_PER_STATEMENT = 1024
+
+
+@functools.cache
+def _columns(template: str) -> int:
+    """How many columns the ``INSERT INTO table (...)`` of ``template`` names."""
+    return template.partition("(")[2].partition(")")[0].count(",") + 1
+
+
+@functools.cache
+def _rows_per_statement(width: int) -> int:
+    """``ROWS_PER_STATEMENT``, or as many rows of ``width`` values as this SQLite binds."""
+    with contextlib.closing(sqlite3.connect(":memory:")) as probe:
+        variables = probe.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)
+    return max(1, min(ROWS_PER_STATEMENT, variables // width))
+
+
+@functools.cache
+def _statement(template: str, rows: int) -> str:
+    """``template`` with ``rows`` rows of placeholders (built once per size: a few
+    powers of two, see ``Store._upsert``)."""
+    row = "(" + ", ".join("?" * _columns(template)) + ")"
+    return template.format(rows=", ".join([row] * rows))
 
 
 _CORRUPT_HINT = ("move it away (or put back a good copy) and run again; without it the "

@@ -193,3 +193,81 @@ async def test_a_check_ahead_of_another_directory_is_refused(tmp_path):
 
     with pytest.raises(ValueError, match="intact check"):
         Store(tmp_path / "a", IntactCheck(tmp_path / "b"))
+
+
+async def test_a_batch_written_many_rows_per_statement_keeps_every_row_exactly(tmp_path,
+                                                                              monkeypatch):
+    """A batch is bound many rows per statement (``Store._upsert``): each row keeps its
+    values exactly (NUL, non-ASCII, None, large integers, floats), and rows of one key
+    in the same batch upsert in order, as one statement per row would (an error never
+    overwrites a success; a success replaces an error, their attempts added up), across
+    statement boundaries too."""
+    import harness.store as store_module
+    from harness.records import OutcomeRow, VerdictRecord
+
+    monkeypatch.setattr(store_module, "_rows_per_statement", lambda width: 7)
+    texts = ["plain", "nul\x00inside", "ünï 😀 中文", "", "quote\"'\\\n\t", None]
+    batch: list = []
+    for i in range(100):
+        text = texts[i % len(texts)]
+        status = "error" if text is None else "ok"
+        batch.append(Completion(sample(f"p{i:03d}"), status, text, "stop" if text else None,
+                                "boom" if text is None else None, prompt_tokens=2**40 + i,
+                                completion_tokens=i, attempts=1, reasoning=text))
+        batch.append(OutcomeRow(f"o{i:03d}", f'{{"n": {i}, "t": "{i}é"}}',
+                                None if i % 2 else f"v{i:03d}"))
+        batch.append(VerdictRecord(f"v{i:03d}", "j", "m", "ds", i, 0, "ok", "A", text,
+                                   probability=i / 7, requests=1))
+    # The same keys again, later in the batch: an error after a success changes
+    # nothing; a success after an error replaces it.
+    batch.append(Completion(sample("p000"), "error", error="late", attempts=2))
+    batch.append(Completion(sample("p005"), "ok", "recovered", "stop", attempts=3))
+    async with Store(tmp_path) as store:
+        await store.write_completions(batch)
+    con = sqlite3.connect(tmp_path / "harness.db")
+    predictions = {row[0]: row[1:] for row in con.execute(
+        "SELECT key, status, text, finish_reason, error, prompt_tokens, completion_tokens, "
+        "attempts, reasoning FROM predictions")}
+    outcomes = dict(con.execute("SELECT key, outcome || '|' || ifnull(verdict, '-') "
+                                "FROM outcomes"))
+    verdicts = {row[0]: row[1:] for row in con.execute(
+        "SELECT key, idx, reply, probability, requests FROM verdicts")}
+    con.close()
+    assert len(predictions) == len(outcomes) == len(verdicts) == 100
+    for i in range(100):
+        text = texts[i % len(texts)]
+        if i == 5:  # error, then "recovered" in the same batch
+            expected = ("ok", "recovered", "stop", None, 0, 0, 4, None)
+        else:
+            expected = ("error" if text is None else "ok", text, "stop" if text else None,
+                        "boom" if text is None else None, 2**40 + i, i, 1, text)
+        assert predictions[f"p{i:03d}"] == expected, i
+        assert outcomes[f"o{i:03d}"] == f'{{"n": {i}, "t": "{i}é"}}|' + (
+            "-" if i % 2 else f"v{i:03d}")
+        assert verdicts[f"v{i:03d}"] == (i, text, i / 7, 1)
+
+
+async def test_a_batch_uses_few_statement_shapes(tmp_path, monkeypatch):
+    """Full statements, then the rest in powers of two: a prepared statement of many
+    rows takes memory, and a cache of one per batch size met would grow with the run."""
+    import harness.store as store_module
+
+    monkeypatch.setattr(store_module, "_rows_per_statement", lambda width: 64)
+    sizes: list[int] = []
+    real = store_module._statement
+
+    def statement(template: str, rows: int) -> str:
+        sizes.append(rows)
+        return real(template, rows)
+
+    monkeypatch.setattr(store_module, "_statement", statement)
+    async with Store(tmp_path) as store:
+        for n in (1, 1000, 77):
+            sizes.clear()
+            await store.write_completions(
+                [Completion(sample(f"n{n}-{i}"), "ok", "r") for i in range(n)])
+            assert sum(sizes) == n
+            assert sizes == sorted(sizes, reverse=True)
+            assert all(s == 64 or s & (s - 1) == 0 for s in sizes), sizes
+            assert len(sizes) <= n // 64 + 7  # not one statement per row
+        assert len(await store.lookup_predictions([f"n1000-{i}" for i in range(1000)])) == 1000
