@@ -510,7 +510,7 @@ class ScoreOutlet:
             scorer.note_inline(time.perf_counter() - started)
             await self.dispatch.put(*scored)
         else:
-            await self.score_send.send(completion)
+            await send(self.score_send, completion)  # no task switch while there is room
 
 
 async def score(receive: ObjectReceiveStream[Completion], scorer: Scorer,
