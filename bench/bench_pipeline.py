@@ -10,11 +10,6 @@ With ``--infer``, each repeat also runs ``harness run --mode infer`` on a fresh 
 directory: the same requests and stored predictions with no scoring, which splits
 harness's cost beyond the floor into its model path and its post-reply scoring.
 
-With ``--loops``, each repeat also runs the floor client on uvloop (the loop ``harness
-run`` uses by default) and harness with ``--event-loop asyncio`` (the floor's loop), so
-harness and the floor are compared on each loop in the same run; "× floor" stays
-against the floor on asyncio's loop.
-
 With ``--profile``, one more fresh harness run (its own work directory, not part of the
 table's timings) is recorded with ``py-spy record`` into ``bench/results/`` and
 summarized: top functions by own time and the main thread's time by category (see
@@ -25,7 +20,6 @@ keys, store, details) apart.
 
     python bench/bench_pipeline.py -n 2000 -c 64 --latency 0.1
     python bench/bench_pipeline.py -n 30000 -c 1024 --latency 0.1 --repeat 3 --infer
-    python bench/bench_pipeline.py -n 100000 -c 1024 --latency 0.1 --repeat 3 --loops
     python bench/bench_pipeline.py -n 10000 -c 64 --latency 0 --profile
 """
 
@@ -57,9 +51,6 @@ def main() -> None:
                              "range (default 1)")
     parser.add_argument("--infer", action="store_true",
                         help="also time `--mode infer` runs (no extraction or scoring)")
-    parser.add_argument("--loops", action="store_true",
-                        help="also time the floor client on uvloop and harness with "
-                             "`--event-loop asyncio`")
     parser.add_argument("--rate", type=int, default=200, help="py-spy samples per second")
     parser.add_argument("--top", type=int, default=15, help="functions in the profile summary")
     bl.common_args(parser)
@@ -77,7 +68,7 @@ def main() -> None:
         endpoint = ["--model-base-url", server.url, "--model", "fake-model", "-c", str(args.c)]
         floor_cmd = [bl.PY, "bench/floor_client.py", "--url", server.url,
                      "-n", str(args.n), "-c", str(args.c)]
-        floors, firsts, infers, uv_floors, asyncio_firsts = [], [], [], [], []
+        floors, firsts, infers = [], [], []
         # Interleaved, so a burst of load from elsewhere on the machine hits all alike.
         for i in range(args.repeat):
             floors.append(bl.measure(floor_cmd))
@@ -85,14 +76,8 @@ def main() -> None:
             if args.infer:
                 infers.append(bl.measure(bl.harness_run(cfg, tmp / f"infer{i}", *endpoint,
                                                         "--mode", "infer")))
-            if args.loops:
-                uv_floors.append(bl.measure([*floor_cmd, "--uvloop"]))
-                asyncio_firsts.append(bl.measure(bl.harness_run(
-                    cfg, tmp / f"asyncio{i}", *endpoint, "--event-loop", "asyncio")))
         floor, first = _median(floors), _median(firsts)
         infer = _median(infers) if infers else None
-        uv_floor = _median(uv_floors) if uv_floors else None
-        asyncio_first = _median(asyncio_firsts) if asyncio_firsts else None
         # The rerun uses a finished work directory: the median run's.
         harness_cmd = bl.harness_run(cfg, tmp / f"work{firsts.index(first)}", *endpoint)
         rerun = bl.measure(harness_cmd)
@@ -111,11 +96,8 @@ def main() -> None:
     stats = server.stats or {}
     limit = args.n * args.latency / args.c
     rows = []
-    ranges = {"floor client": floors, "harness": firsts, "harness --mode infer": infers,
-              "floor client --uvloop": uv_floors,
-              "harness --event-loop asyncio": asyncio_firsts}
-    for name, m in [("floor client", floor), ("floor client --uvloop", uv_floor),
-                    ("harness", first), ("harness --event-loop asyncio", asyncio_first),
+    ranges = {"floor client": floors, "harness": firsts, "harness --mode infer": infers}
+    for name, m in [("floor client", floor), ("harness", first),
                     ("harness --mode infer", infer), ("harness rerun", rerun),
                     ("harness under py-spy", profiled)]:
         if m is None:
@@ -129,10 +111,9 @@ def main() -> None:
                      "peak RSS MiB": m["rss_mib"]})
     params = {"N": args.n, "C": args.c, "L": args.latency, "repeat": args.repeat,
               "bg_busy_cpus": bg}
-    # floors + first (+ infer, + the two other-loop) runs (+ the profiled harness and
-    # floor runs); the rerun sends nothing
-    per_repeat = 2 + args.infer + 2 * args.loops
-    expected = args.n * (per_repeat * args.repeat + 2 * bool(args.profile))
+    # floors + first (+ infer) runs (+ the profiled harness and floor runs); the rerun
+    # sends nothing
+    expected = args.n * ((2 + args.infer) * args.repeat + 2 * bool(args.profile))
     extra = {"physical_limit_s": limit, "server": stats,
              "server_requests_expected": expected}
     summary = None

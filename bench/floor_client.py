@@ -3,10 +3,7 @@
 No extraction, no scoring, no storage: the least any harness must do. Its wall time next
 to N × latency / C shows what this machine allows.
 
-    python bench/floor_client.py --url http://127.0.0.1:8000/v1 -n 2000 -c 64 [--uvloop]
-
-``--uvloop`` runs the same client on uvloop's event loop, the loop ``harness run`` uses
-by default, so the two can be compared on the same loop as well as on asyncio's.
+    python bench/floor_client.py --url http://127.0.0.1:8000/v1 -n 2000 -c 64
 """
 
 from __future__ import annotations
@@ -42,11 +39,5 @@ if __name__ == "__main__":
     parser.add_argument("--url", required=True)
     parser.add_argument("-n", type=int, default=2000)
     parser.add_argument("-c", type=int, default=64)
-    parser.add_argument("--uvloop", action="store_true", help="run on uvloop's event loop")
     args = parser.parse_args()
-    if args.uvloop:
-        import uvloop
-
-        uvloop.run(main(args.url, args.n, args.c))
-    else:
-        asyncio.run(main(args.url, args.n, args.c))
+    asyncio.run(main(args.url, args.n, args.c))

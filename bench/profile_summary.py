@@ -63,10 +63,6 @@ IMPORTS = "imports (module loading, also lazy ones inside the run)"
 OUTSIDE = "outside the event loop (config, set-up, shutdown)"
 LOOP = "event loop itself (asyncio/anyio scheduling)"
 IDLE = "idle (waiting in epoll / queues)"
-UVLOOP = ("uvloop's loop in C (its callbacks, socket I/O, and idle waits in epoll, which "
-          "a profile of Python frames cannot tell apart)")
-#: The frame under which uvloop runs everything: its loop is C, so no asyncio frame shows.
-UVLOOP_ROOT = "Runner.run (asyncio/runners.py"
 
 #: Leaf frames that mean "this thread is waiting, not working".
 IDLE_LEAVES = re.compile(
@@ -119,10 +115,7 @@ def classify_detail(frames: list[str]) -> tuple[str, str]:
     if any("importlib._bootstrap" in f for f in frames):
         return IMPORTS, ""
     if not any(f.startswith("BaseEventLoop.run_forever") for f in frames):
-        if not any(f.startswith(UVLOOP_ROOT) for f in frames):
-            return OUTSIDE, ""
-        if leaf.startswith(UVLOOP_ROOT):
-            return UVLOOP, "uvloop"
+        return OUTSIDE, ""
     for frame in reversed(frames):
         _, file = frame_file(frame)
         for name, prefixes in CATEGORIES:

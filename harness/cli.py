@@ -72,9 +72,6 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dump-extract-rate", action="store_true",
                      help="print the extract rate (it is always in the results JSON)")
     run.add_argument("-q", "--quiet", action="store_true", help="no live progress")
-    run.add_argument("--event-loop", choices=["uvloop", "asyncio"], default=None,
-                     help="the event loop the run uses (default: uvloop where it is "
-                     "installed, as it is with harness on Linux and macOS; else asyncio's)")
     _add_report_commands(sub)
     return parser
 
@@ -104,27 +101,6 @@ def _positive(kind: type, at_most: str | None = None) -> Callable[[str], Any]:
 
     parse.__name__ = f"positive {kind.__name__}"
     return parse
-
-
-def _loop_options(choice: str | None) -> dict[str, bool]:
-    """anyio's asyncio-backend options for ``--event-loop``: uvloop when asked for or,
-    by default, when it can be imported.
-
-    The CLI owns its process, so it may pick the loop: with a thousand calls in flight
-    the event loop's own work (socket reads and writes, callbacks) is a large part of
-    each call's CPU, and uvloop does it in C (the measurements are in
-    ``bench/README.md``). A program embedding ``harness.api`` keeps its own loop.
-    Raises ``ModuleNotFoundError`` when uvloop is asked for and is not installed.
-    """
-    if choice == "asyncio":
-        return {"use_uvloop": False}
-    try:
-        import uvloop  # noqa: F401
-    except ModuleNotFoundError:
-        if choice == "uvloop":
-            raise
-        return {"use_uvloop": False}
-    return {"use_uvloop": True}
 
 
 def _add_report_commands(sub: argparse._SubParsersAction) -> None:
@@ -198,13 +174,7 @@ def _run(args: argparse.Namespace) -> int:
     tune_gc(args.concurrency)
     _show_warnings()
     try:
-        backend_options = _loop_options(args.event_loop)
-    except ModuleNotFoundError:
-        print("error: --event-loop uvloop: uvloop is not installed (pip install uvloop, "
-              "or leave the flag out)", file=sys.stderr)
-        return EXIT_CONFIG
-    try:
-        report = anyio.run(go, backend_options=backend_options)
+        report = anyio.run(go)
     except KeyboardInterrupt:
         print("interrupted; every stored prediction and verdict is kept. Run the same "
               "command again to resume:\n  python -m harness " + shlex.join(sys.argv[1:]),
