@@ -10,7 +10,7 @@ judge for the rule failures) runs as a child process, twice on the same work dir
   JSON (``cascade_stats.llm_evaluated`` and ``total_samples - rule_correct``); target
   judge requests = rule failures exactly;
 - rerun, the same command: model and judge requests sent (target 0 and 0) and wall time
-  (target < 2 s, interpreter start-up included).
+  (target < 0.7 s at N=10,000, interpreter start-up included).
 
 ``--profile`` adds one more rerun under ``py-spy record`` (saved with its summary in
 ``bench/results/``, see ``bench/profile_summary.py``). ``--profile first`` records the
@@ -40,7 +40,10 @@ import benchlib as bl
 import profile_summary
 from fakes import TimedServer
 
-TARGET_RERUN_S = 2.0
+#: A stored rerun's wall time at the default N=10,000 (issue 18; 2 s before it); larger
+#: runs have no time target, only the zero-request one.
+TARGET_RERUN_S = 0.7
+TARGET_N = 10_000
 
 
 def responder(body: dict[str, Any]) -> str:
@@ -156,8 +159,9 @@ def main() -> None:
     first = rows[0]
     reruns = [r for r in rows[1:] if "py-spy" not in r["run"]]
     ok_first = first["judge requests"] == first["rule failures"]
+    timed = args.n <= TARGET_N
     ok_rerun = all(r["model requests"] == 0 and r["judge requests"] == 0
-                   and r["wall s"] < TARGET_RERUN_S for r in reruns)
+                   and (not timed or r["wall s"] < TARGET_RERUN_S) for r in reruns)
     params = {"N": args.n, "C": args.c, "mode": args.mode, "bg_busy_cpus": bg}
     columns = ["run", "wall s", "CPU s", "peak RSS MiB", "db MiB", "model requests",
                "judge requests", "rule failures", "llm_evaluated", "judge requests = rule failures",
@@ -165,8 +169,8 @@ def main() -> None:
     bl.emit("rerun", params, columns, rows, as_json=args.json,
             extra={"ok_first": ok_first, "ok_rerun": ok_rerun, "stages": stages},
             notes=[f"\nfirst run: judge requests = rule failures: "
-                   f"{'met' if ok_first else 'NOT met'}; rerun: 0 model, 0 judge requests, "
-                   f"< {TARGET_RERUN_S:g} s: "
+                   f"{'met' if ok_first else 'NOT met'}; rerun: 0 model, 0 judge requests"
+                   f"{f', < {TARGET_RERUN_S:g} s' if timed else ''}: "
                    f"{('met' if ok_rerun else 'NOT met') if reruns else 'no rerun'}"])
     if stages and not args.json:
         print("\nCPU by stage (profiled run's CPU × the stage's share of busy py-spy "
