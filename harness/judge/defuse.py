@@ -47,11 +47,12 @@ prediction with no copy is returned unchanged (the very same string).
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 
 from .fold import Folded, fold
-from .tokens import RULE_LINE, WORDS, alnum, separator, template_tokens
+from .tokens import RULE_LINE, WORDS, separator, template_tokens
 
 __all__ = ["Defuser", "fold"]
 
@@ -77,13 +78,28 @@ _LINE_COPY_MAX = 300  # longer lines are text, whatever their words
 _PASSES = 8
 
 
+# For ``bytes.translate``: 1 at an ASCII letter or digit, 0 at any other byte; and the
+# ASCII bytes that are neither.
+_ASCII_ALNUM = bytes(chr(c).isalnum() for c in range(128)) + bytes(128)
+_ASCII_NOT_ALNUM = bytes(c for c in range(128) if not chr(c).isalnum())
+
+
 class _Scan:
     """Folded prediction text with the positions of its letters and digits."""
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self.at = [i for i, c in enumerate(text) if c.isalnum()]
-        self.alnum = "".join(text[i] for i in self.at)
+        if text.isascii():  # most folded replies: marked in C rather than per character
+            data = text.encode("ascii")
+            self.at = list(itertools.compress(range(len(data)), data.translate(_ASCII_ALNUM)))
+            self.alnum = data.translate(None, _ASCII_NOT_ALNUM).decode("ascii")
+        else:
+            self.at = [i for i, c in enumerate(text) if c.isalnum()]
+            self.alnum = "".join(text[i] for i in self.at)
+
+    def letters(self, start: int, end: int) -> str:
+        """The letters and digits of ``text[start:end]`` (``tokens.alnum`` of it)."""
+        return self.alnum[bisect.bisect_left(self.at, start):bisect.bisect_left(self.at, end)]
 
     def starting(self, after: int, keys: list[str]) -> int | None:
         """End of the longest key whose characters follow ``after`` on its line (with
@@ -172,7 +188,7 @@ class Defuser:
             content = line.group()
             rule = self._separators and RULE_LINE.fullmatch(content)
             if len(content) <= _LINE_COPY_MAX and (
-                    alnum(content) in self._lines
+                    scan.letters(*line.span()) in self._lines
                     or (rule and separator(rule) in self._separators)
                     or self._names_heading(content)):
                 yield line.span()
@@ -190,7 +206,8 @@ class Defuser:
             if text[at] in "<[":
                 after = brackets[n + 1] if n + 1 < len(brackets) else None
                 if (after is not None and text[after] in ">]" and after - at <= _REACH
-                        and self._names_marker(text[at + 1:after])):
+                        and self._names_marker(text[at + 1:after],
+                                               scan.letters(at + 1, after))):
                     paired.add(after)
                     yield at, after + 1
                     continue
@@ -213,11 +230,11 @@ class Defuser:
         words = WORDS.findall(heading.group("text"))
         return len(words) <= 8 and not self._heading_words.isdisjoint(words)
 
-    def _names_marker(self, inside: str) -> bool:
-        """Whether a bracket pair around ``inside`` (folded) reads as a template marker:
-        its letters are a marker's, but for a slip or two (``<Pred1cted End>``), or it is
-        a short phrase starting with a word and holding two of the template's words."""
-        letters = alnum(inside)
+    def _names_marker(self, inside: str, letters: str) -> bool:
+        """Whether a bracket pair around ``inside`` (folded; ``letters`` its letters and
+        digits) reads as a template marker: its letters are a marker's, but for a slip
+        or two (``<Pred1cted End>``), or it is a short phrase starting with a word and
+        holding two of the template's words."""
         if any(_near(letters, marker) for marker in self._markers):
             return True
         words = WORDS.findall(inside)
