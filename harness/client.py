@@ -18,6 +18,7 @@ from .breaker import BreakerPolicy, CircuitBreaker
 from .defaults import CONCURRENCY
 from .errors import EndpointDownError, ModelCallError
 from .frozen import record
+from .json_encode import unicode_text
 from .prompt import as_text
 from .records import ModelSpec
 from .retry import BadResponse, CallStats, RetryPolicy
@@ -300,9 +301,16 @@ def _read(data: Any, max_tokens: int | None) -> CallResult:
         text = reasoning = None
     if not isinstance(text, str) or (reasoning is not None and not isinstance(reasoning, str)):
         raise BadResponse("the response message has no content")
+    finish_reason = choice.get("finish_reason")
+    # A server that cuts a character between tokens can send half of it as a JSON
+    # escape: kept, it would fail the details file and the store mid-run.
+    text = unicode_text(text)
+    reasoning = unicode_text(reasoning) if reasoning else reasoning
+    if isinstance(finish_reason, str):
+        finish_reason = unicode_text(finish_reason)
     try:
         usage = data.get("usage") or {}
-        result = CallResult(text, choice.get("finish_reason"),
+        result = CallResult(text, finish_reason,
                             int(usage.get("prompt_tokens") or 0),
                             int(usage.get("completion_tokens") or 0), 1, _logprobs(choice),
                             reasoning or None)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DatasetError
-from .json_encode import loads
+from .json_encode import loads, lone_surrogate_in
 
 _RANGE = re.compile(r"^\s*\[?\s*(\d*)\s*:\s*(\d*)\s*\]?\s*$")
 
@@ -63,6 +63,8 @@ class CustomDataset:
                 if not isinstance(row, dict):
                     raise DatasetError("each line must be a JSON object",
                                        path=str(self.path), line=line_no)
+                if "\\u" in text:  # only an escape can write half a character
+                    _whole_characters(row, self.path, line_no)
                 yield line_no, row
 
     def _csv(self) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -91,7 +93,18 @@ class CustomDataset:
         for i, row in enumerate(items):
             if not isinstance(row, dict):
                 raise DatasetError(f"item {i} is not an object", path=str(self.path))
+            _whole_characters(row, self.path, i + 1)
             yield i + 1, row
+
+
+def _whole_characters(row: dict[str, Any], path: Path, line: int) -> None:
+    """Raise ``DatasetError`` naming the field of ``row`` that holds half a character: a
+    lone surrogate escape (``"\\ud83d"``), which no prompt, key or store can encode."""
+    for field, value in row.items():
+        if lone_surrogate_in(field) or lone_surrogate_in(value):
+            raise DatasetError("half a character (an unpaired surrogate escape such as "
+                               "\\ud83d): not text", path=str(path), line=line,
+                               field=field)
 
 
 class _LineFeed:

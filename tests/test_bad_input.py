@@ -27,8 +27,10 @@ async def run_cli(cfg, work, server):
      b"a.jsonl:2: not UTF-8"),
     (b'{"question": "What is 1 + 2?", "answer": "#### 3"}\n{"answer": "#### 3"}\n',
      b"a.jsonl:2 field 'question': missing column"),
+    (b'{"question": "What is 1 + 2?", "answer": "#### 3"}\n{"question": "x \\ud83d", "answer": "1"}\n',
+     b"a.jsonl:2 field 'question': half a character"),
     (b"", b"no rows"),
-], ids=["malformed-json", "non-utf8", "missing-column", "empty"])
+], ids=["malformed-json", "non-utf8", "missing-column", "lone-surrogate", "empty"])
 async def test_bad_jsonl_fails_before_any_request(server, tmp_path, content, message):
     data = tmp_path / "a.jsonl"
     data.write_bytes(content)
@@ -36,6 +38,17 @@ async def test_bad_jsonl_fails_before_any_request(server, tmp_path, content, mes
     assert result.returncode == 2
     assert message in result.stderr
     assert server.stats.total == 0
+
+
+def test_an_escaped_character_reads_whole_and_half_of_one_is_refused(tmp_path):
+    from harness.dataset import CustomDataset
+
+    data = tmp_path / "a.json"
+    data.write_text('[{"q": "\\ud83d\\ude00 \\u00e9"}, {"q": {"nested": ["\\udfff"]}}]')
+    rows = CustomDataset(data).rows()
+    assert next(rows) == (1, {"q": "😀 é"})
+    with pytest.raises(DatasetError, match=r"a.json:2 field 'q': half a character"):
+        next(rows)
 
 
 async def test_csv_missing_column_names_line_and_field(server, tmp_path):

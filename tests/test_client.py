@@ -143,6 +143,20 @@ def test_malformed_replies_are_bad_responses_to_retry(data):
         _read(data, None)
 
 
+def test_half_a_character_in_any_text_of_a_reply_reads_as_a_replacement_character():
+    from harness.client import _read
+
+    data = {"choices": [{"message": {"content": "4 \ud83d", "reasoning_content": "\ude00 ok 😀"},
+                         "finish_reason": "stop\udfff"}]}
+    result = _read(data, None)
+    assert (result.text, result.reasoning, result.finish_reason) == \
+        ("4 \ufffd", "\ufffd ok 😀", "stop\ufffd")
+    for text in (result.text, result.reasoning, result.finish_reason):
+        text.encode("utf-8")  # a UTF-8 file or an SQLite row can hold it
+    plain = {"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}]}
+    assert _read(plain, None).text == "x"
+
+
 async def test_a_429_storm_is_waited_out_however_many_attempts_it_takes(transport):
     """429s are bounded in time, not attempts: a storm outlasting max_attempts' worth of
     backoff is ridden out."""

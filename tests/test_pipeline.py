@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -254,3 +255,28 @@ async def test_progress_counts_only_requests_on_the_wire(arith, tmp_path):
         assert srv.stats.max_in_flight <= 2
     # 8 workers wait for the endpoint's 2 slots; only the 2 sent are "in flight".
     assert max(seen) <= 2 and progress.model.in_flight == 0
+
+
+async def test_half_a_character_in_a_reply_is_stored_and_scored_not_a_crash(arith, tmp_path):
+    # A server that cuts an emoji between tokens sends half of it as a JSON escape
+    # ("\ud83d"): no UTF-8 file or SQLite row can hold that, so it becomes U+FFFD and
+    # the sample is scored like any other, in this run and from the store in the next.
+    turns = itertools.count()
+
+    def responder(body: dict) -> str:
+        reply = arith_reply(body)
+        return f"{reply} \ud83d" if next(turns) % 2 else f"\ude00{reply} 😀"
+
+    async with FakeOpenAI(responder=responder) as srv:
+        cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(srv.base_url)])
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        again = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert srv.stats.total == 40  # the rerun sent nothing: every prediction was stored
+    for run in (report, again):
+        result = run.result("arith")
+        assert result["counts"] == {"ok": 40} and result["correct"] == expected_correct(40)
+    rows = details(tmp_path / "w")
+    assert len(rows) == 40
+    assert all("\ufffd" in row["prediction"] and not any(
+        "\ud800" <= c <= "\udfff" for c in row["prediction"]) for row in rows)
+    assert sum(row["prediction"].endswith("😀") for row in rows) not in (0, 40)

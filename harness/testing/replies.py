@@ -28,7 +28,10 @@ try:  # orjson is several times faster, which matters at thousands of requests/s
 
     def dumps(obj: Any) -> bytes:
         """Serialize ``obj`` to compact JSON bytes."""
-        return orjson.dumps(obj)
+        try:
+            return orjson.dumps(obj)
+        except TypeError:  # half a character (a lone surrogate): json escapes it
+            return json.dumps(obj, separators=(",", ":")).encode()
 
     def _canonical(obj: Any) -> bytes:
         return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
