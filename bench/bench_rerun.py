@@ -12,6 +12,14 @@ judge for the rule failures) runs as a child process, twice on the same work dir
 - rerun, the same command: model and judge requests sent (target 0 and 0) and wall time
   (target < 0.7 s at N=10,000, interpreter start-up included).
 
+``--differential`` adds, after them, the same first run on a fresh work directory with
+every reply right as the rule reads it (no rule failure, no judge request), for the
+judge's cost without any accounting of stages: the first run's CPU less this one's,
+per judge request, against this one's CPU per model request (everything a sample costs:
+read, request, extraction, scoring, storage, details). With ``--profile first`` the
+baseline is recorded too (``rerun-N-baseline-….pyspy.txt``), so the two profiles show
+where the difference goes.
+
 ``--profile`` adds one more rerun under ``py-spy record`` (saved with its summary in
 ``bench/results/``, see ``bench/profile_summary.py``). ``--profile first`` records the
 first run instead and charges its CPU to the pipeline's stages: the process's CPU
@@ -22,6 +30,7 @@ against the model stage's per model request.
     python bench/bench_rerun.py            # N = 10,000
     python bench/bench_rerun.py -n 2000 --reruns 3
     python bench/bench_rerun.py -n 100000 -c 256 --reruns 0 --profile first
+    python bench/bench_rerun.py -n 100000 -c 256 --reruns 0 --differential
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import argparse
 import asyncio
 import contextlib
 import io
+import re
 import shutil
 import tempfile
 import time
@@ -40,15 +50,34 @@ import benchlib as bl
 import profile_summary
 from fakes import TimedServer
 
+from harness.testing.replies import echo_last_user
+
 #: A stored rerun's wall time at the default N=10,000 (issue 18; 2 s before it); larger
 #: runs have no time target, only the zero-request one.
 TARGET_RERUN_S = 0.7
 TARGET_N = 10_000
 
 
-def responder(body: dict[str, Any]) -> str:
-    """Model and judge on one server, told apart by the model name."""
-    return bl.fake_judge(body) if bl.is_judge(body) else bl.cascade_reply(body)
+_QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
+
+
+def right_reply(body: dict[str, Any]) -> str:
+    """Every sample right, in the form the rule reads (``cascade_reply``'s right one)."""
+    match = _QUESTION.search(echo_last_user(body))
+    return f"The answer is {int(match.group(1)) + int(match.group(2))}." if match else "?"
+
+
+class Responder:
+    """Model and judge on one server, told apart by the model name; ``all_right`` makes
+    the model answer every sample right (no rule failure reaches the judge)."""
+
+    def __init__(self) -> None:
+        self.all_right = False
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        if bl.is_judge(body):
+            return bl.fake_judge(body)
+        return right_reply(body) if self.all_right else bl.cascade_reply(body)
 
 
 MODEL_STAGE = profile_summary.STAGES["harness/stages/generate.py"]
@@ -77,6 +106,7 @@ def stage_cpu(out: list[dict[str, Any]], summary: dict[str, Any], cpu: float,
 
 async def run(args: argparse.Namespace,
               rows_stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    responder = Responder()
     server = TimedServer(responder, models=("fake-model", bl.JUDGE_MODEL), record=False)
     rows = []
     async with server:
@@ -135,7 +165,33 @@ async def run(args: argparse.Namespace,
                     "cached predictions": result.get("cached_predictions"),
                     "judge cache hits": judge_stats.get("cache_hits"),
                     "accuracy": result.get("accuracy")})
+            if args.differential:
+                responder.all_right = True
+                mark = len(server.log)
+                base_work = tmp / "baseline-work"
+                cmd = bl.harness_run(cfg, base_work, "-c", str(args.c))
+                if args.profile == "first":  # profiled as the first run was, to compare
+                    profile = bl.RESULTS / (f"rerun-n{args.n}-baseline-"
+                                            f"{time.strftime('%Y%m%d-%H%M%S')}.pyspy.txt")
+                    m = await bl.ameasure_profiled(cmd, profile)
+                else:
+                    m = await bl.ameasure(cmd)
+                result = bl.read_results(base_work)[0]
+                rows.append({"run": "baseline: every reply right (no judge)",
+                             "wall s": m["wall"], "CPU s": m["cpu"],
+                             "peak RSS MiB": m["rss_mib"],
+                             "model requests": server.count("fake-model", mark),
+                             "judge requests": server.count(bl.JUDGE_MODEL, mark),
+                             "accuracy": result.get("accuracy")})
     return rows
+
+
+def differential(first: dict[str, Any], baseline: dict[str, Any]) -> tuple[float, float]:
+    """CPU ms per verdict (the first run's CPU less the baseline's, per judge request)
+    and CPU ms per model request of the baseline (all of a sample's cost)."""
+    per_verdict = 1000 * (first["CPU s"] - baseline["CPU s"]) / max(1, first["judge requests"])
+    per_request = 1000 * baseline["CPU s"] / max(1, baseline["model requests"])
+    return per_verdict, per_request
 
 
 def main() -> None:
@@ -147,6 +203,9 @@ def main() -> None:
     parser.add_argument("--judge-rpm", type=float, default=None,
                         help="judge rpm (default: unlimited)")
     parser.add_argument("--reruns", type=int, default=1, help="reruns after the first run")
+    parser.add_argument("--differential", action="store_true",
+                        help="one more first run with every reply right (no judge): the "
+                             "judge's CPU per verdict as the difference of the two runs")
     parser.add_argument("--profile", nargs="?", const="rerun", choices=["rerun", "first"],
                         help="one more rerun under py-spy (or, 'first', the first run: its "
                              "row's wall then includes the profiler's pauses, and its CPU "
@@ -157,7 +216,8 @@ def main() -> None:
     stages: list[dict[str, Any]] = []
     rows = asyncio.run(run(args, stages))
     first = rows[0]
-    reruns = [r for r in rows[1:] if "py-spy" not in r["run"]]
+    reruns = [r for r in rows[1:] if r["run"].startswith("rerun")
+              and "py-spy" not in r["run"]]
     ok_first = first["judge requests"] == first["rule failures"]
     timed = args.n <= TARGET_N
     ok_rerun = all(r["model requests"] == 0 and r["judge requests"] == 0
@@ -167,11 +227,19 @@ def main() -> None:
                "judge requests", "rule failures", "llm_evaluated", "judge requests = rule failures",
                "expected rule failures", "cached predictions", "judge cache hits", "accuracy"]
     bl.emit("rerun", params, columns, rows, as_json=args.json,
-            extra={"ok_first": ok_first, "ok_rerun": ok_rerun, "stages": stages},
+            extra={"ok_first": ok_first, "ok_rerun": ok_rerun, "stages": stages,
+                   "differential": differential(first, rows[-1]) if args.differential
+                   else None},
             notes=[f"\nfirst run: judge requests = rule failures: "
                    f"{'met' if ok_first else 'NOT met'}; rerun: 0 model, 0 judge requests"
                    f"{f', < {TARGET_RERUN_S:g} s' if timed else ''}: "
                    f"{('met' if ok_rerun else 'NOT met') if reruns else 'no rerun'}"])
+    if args.differential and not args.json:
+        per_verdict, per_request = differential(first, rows[-1])
+        print(f"\njudge CPU per verdict (first run less the baseline, per judge request) "
+              f"{per_verdict:.3f} ms vs CPU per model request of the baseline "
+              f"{per_request:.3f} ms: judge ≤ model "
+              f"{'met' if per_verdict <= per_request else 'NOT met'}")
     if stages and not args.json:
         print("\nCPU by stage (profiled run's CPU × the stage's share of busy py-spy "
               "samples; units: model requests, judge requests):\n")
