@@ -38,6 +38,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .json_encode import unicode_text
+
 
 class HarnessError(Exception):
     """Base class of every error harness raises on purpose."""
@@ -87,7 +89,10 @@ def _error_body(body: bytes) -> tuple[str, str | None]:
         return text, None
     if not isinstance(error, dict):
         return text, None
-    return error.get("message", text), error.get("code") or error.get("type")
+    message = error.get("message", text)
+    # Half a character escaped in the body would reach the store's error column.
+    return (unicode_text(message) if isinstance(message, str) else message,
+            error.get("code") or error.get("type"))
 
 
 class TransportTimeout(TransportError):

@@ -157,6 +157,14 @@ def test_half_a_character_in_any_text_of_a_reply_reads_as_a_replacement_characte
     assert _read(plain, None).text == "x"
 
 
+def test_half_a_character_in_an_error_body_reads_as_a_replacement_character():
+    from harness.errors import HTTPStatusError
+
+    exc = HTTPStatusError(400, {}, b'{"error": {"message": "bad \\ud83d input", "code": "x"}}')
+    assert (str(exc), exc.code) == ("HTTP 400: bad \ufffd input", "x")
+    str(exc).encode("utf-8")  # the store's error column and the terminal can hold it
+
+
 async def test_a_429_storm_is_waited_out_however_many_attempts_it_takes(transport):
     """429s are bounded in time, not attempts: a storm outlasting max_attempts' worth of
     backoff is ridden out."""
