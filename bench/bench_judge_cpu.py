@@ -4,7 +4,7 @@ A judged sample costs, besides the request: its judge prompt (the template fille
 reply defused against injection: ``GenericLLMEvaluator.render``), its verdict key, the
 verdict parsed, the result combined, its outcome row and its details row. Each step runs
 here on its own, in this process, for every row of the shipped MATH-500 data with the
-row's worked ``solution`` as the model's reply (531 characters on average, LaTeX and
+row's worked ``solution`` as the model's reply (a few hundred characters, LaTeX and
 Asymptote code included: brackets and colons, which defusing inspects) and the shipped
 ``grader`` template, as ``datasets/math500_cascade.py`` judges; a second workload has the
 short replies of ``bench_rerun.py``'s cascade (``"It is 41 plus a unit."``). Reported:
@@ -108,7 +108,9 @@ def main() -> None:
     common_args(parser)
     args = parser.parse_args()
     rows = []
+    counts = set()
     for name, (judge, samples) in workloads().items():
+        counts.add(len(samples))
         measured = {step: best_us(fn, len(samples), args.repeat)
                     for step, fn in steps(judge, samples).items()}
         chars = sum(len(reply) for _, reply in samples) / len(samples)
@@ -116,8 +118,8 @@ def main() -> None:
                      **{f"{step} µs": us for step, us in measured.items()},
                      "total µs": sum(measured.values())})
     columns = list(rows[0])
-    emit("judge_cpu", {"samples": len(samples), "repeat": args.repeat}, columns, rows,
-         as_json=args.json)
+    emit("judge_cpu", {"samples": "/".join(map(str, sorted(counts))), "repeat": args.repeat},
+         columns, rows, as_json=args.json)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,6 @@ import argparse
 import asyncio
 import contextlib
 import io
-import re
 import shutil
 import tempfile
 import time
@@ -50,21 +49,10 @@ import benchlib as bl
 import profile_summary
 from fakes import TimedServer
 
-from harness.testing.replies import echo_last_user
-
 #: A stored rerun's wall time at the default N=10,000 (issue 18; 2 s before it); larger
 #: runs have no time target, only the zero-request one.
 TARGET_RERUN_S = 0.7
 TARGET_N = 10_000
-
-
-_QUESTION = re.compile(r"What is (\d+) \+ (\d+)\?")
-
-
-def right_reply(body: dict[str, Any]) -> str:
-    """Every sample right, in the form the rule reads (``cascade_reply``'s right one)."""
-    match = _QUESTION.search(echo_last_user(body))
-    return f"The answer is {int(match.group(1)) + int(match.group(2))}." if match else "?"
 
 
 class Responder:
@@ -77,7 +65,7 @@ class Responder:
     def __call__(self, body: dict[str, Any]) -> str:
         if bl.is_judge(body):
             return bl.fake_judge(body)
-        return right_reply(body) if self.all_right else bl.cascade_reply(body)
+        return bl.cascade_reply(body, all_right=self.all_right)
 
 
 MODEL_STAGE = profile_summary.STAGES["harness/stages/generate.py"]
@@ -212,6 +200,9 @@ def main() -> None:
                              "is charged to stages); profile and summary saved in bench/results/")
     bl.common_args(parser)
     args = parser.parse_args()
+    if args.differential and args.mode != "cascade":
+        parser.error("--differential needs --mode cascade: in parallel mode every sample "
+                     "is judged, so a run with every reply right judges as much")
     bg = bl.busy_cores()
     stages: list[dict[str, Any]] = []
     rows = asyncio.run(run(args, stages))

@@ -89,10 +89,7 @@ def _error_body(body: bytes) -> tuple[str, str | None]:
         return text, None
     if not isinstance(error, dict):
         return text, None
-    message = error.get("message", text)
-    # Half a character escaped in the body would reach the store's error column.
-    return (unicode_text(message) if isinstance(message, str) else message,
-            error.get("code") or error.get("type"))
+    return error.get("message", text), error.get("code") or error.get("type")
 
 
 class TransportTimeout(TransportError):
@@ -202,8 +199,10 @@ class ModelCallError(HarnessError):
     def __init__(self, message: str, *, kind: str, status: int | None = None,
                  attempts: int = 1, cause: str = "") -> None:
         self.kind, self.status, self.attempts = kind, status, attempts
-        self.cause = cause or kind
-        super().__init__(message)
+        # Both may quote the server (an error body's message): half a character in it
+        # would fail the store's error column, the details file and the terminal.
+        self.cause = unicode_text(cause or kind)
+        super().__init__(unicode_text(message))
 
     @property
     def outcome(self) -> str:

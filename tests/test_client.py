@@ -157,12 +157,17 @@ def test_half_a_character_in_any_text_of_a_reply_reads_as_a_replacement_characte
     assert _read(plain, None).text == "x"
 
 
-def test_half_a_character_in_an_error_body_reads_as_a_replacement_character():
-    from harness.errors import HTTPStatusError
-
-    exc = HTTPStatusError(400, {}, b'{"error": {"message": "bad \\ud83d input", "code": "x"}}')
-    assert (str(exc), exc.code) == ("HTTP 400: bad \ufffd input", "x")
-    str(exc).encode("utf-8")  # the store's error column and the terminal can hold it
+@pytest.mark.parametrize("kind", ["bad_request", "error_200"])
+async def test_half_a_character_in_an_error_message_reads_as_a_replacement_character(
+        kind, transport):
+    # What the sample records (its error and cause) must fit a UTF-8 file and SQLite.
+    async with FakeOpenAI(faults=lambda body, attempt: Fault(kind, message="bad \ud83d input")
+                          ) as server:
+        with pytest.raises(ModelCallError) as raised:
+            await call(server, transport)
+    assert "bad \ufffd input" in str(raised.value)
+    str(raised.value).encode("utf-8")
+    raised.value.cause.encode("utf-8")
 
 
 async def test_a_429_storm_is_waited_out_however_many_attempts_it_takes(transport):

@@ -410,8 +410,9 @@ def test_a_scan_finds_the_letters_and_digits_a_per_character_test_finds(text):
     assert scan.at == [i for i, c in enumerate(folded) if c.isalnum()]
     assert scan.alnum == "".join(c for c in folded if c.isalnum())
     for start in range(len(folded) + 1):
-        assert scan.letters(start, len(folded)) == "".join(
-            c for c in folded[start:] if c.isalnum())
+        for end in range(start, len(folded) + 1):
+            assert scan.letters(start, end) == "".join(
+                c for c in folded[start:end] if c.isalnum())
 
 
 def test_delimiter_like_tokens_of_the_templates():

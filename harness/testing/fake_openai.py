@@ -230,7 +230,7 @@ class FakeOpenAI:
                       fault: Fault) -> web.StreamResponse:
         if fault.kind in ERROR_KINDS:
             return self._error(fault.kind, fault.status, body.get("model"),
-                               retry_after=fault.retry_after)
+                               message=fault.message, retry_after=fault.retry_after)
         if fault.kind == "drop":
             return _drop(request)
         if fault.kind == "stall":
@@ -249,7 +249,8 @@ class FakeOpenAI:
         if kind == "malformed_json":
             return self._send(200, MALFORMED_JSON)
         if kind == "error_200":
-            return self._send(200, dumps(error_body("server_error")[1]))
+            message = fault.message if fault is not None else None
+            return self._send(200, dumps(error_body("server_error", message=message)[1]))
         try:
             reply, billed = await self._shaped_reply(body, fault)
         except Exception as exc:  # noqa: BLE001 - a broken responder is a test bug to show

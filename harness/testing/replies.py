@@ -144,6 +144,9 @@ class Fault:
       each with an OpenAI-style error body.
     - ``quota``: 429 with OpenAI's ``insufficient_quota`` body (the account's quota is used
       up: every request gets it until someone pays).
+
+    ``message``, if given, is the error body's ``message`` of the kinds that send one
+    (``error_200`` and the HTTP error kinds).
     """
 
     kind: FaultKind
@@ -152,6 +155,7 @@ class Fault:
     seconds: float = 30.0
     send_headers: bool = False
     keep: int | None = None
+    message: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:

@@ -56,14 +56,16 @@ _GOLD = re.compile(r"Gold: (\S+)")
 _PRED = re.compile(r"<Predicted Answer Begin>\n(.*)\n<Predicted End>", re.DOTALL)
 
 
-def cascade_reply(body: dict[str, Any]) -> str:
+def cascade_reply(body: dict[str, Any], all_right: bool = False) -> str:
     """Model replies by ``a % 4``: 0, 2 plain and right; 1 right in a form rules miss
-    ("N-1 plus a unit"); 3 wrong."""
+    ("N-1 plus a unit"); 3 wrong. ``all_right``: every reply plain and right."""
     match = _QUESTION.search(echo_last_user(body))
     if not match:
         return "I do not know."
     a, b = int(match.group(1)), int(match.group(2))
     n = a + b
+    if all_right:
+        return f"The answer is {n}."
     if a % 4 == 1:
         return f"It is {n - 1} plus a unit."
     return f"The answer is {n + (a % 4 == 3)}."
