@@ -23,6 +23,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+
+def _json_dumps(obj: Any) -> bytes:
+    """Serialize ``obj`` to compact JSON bytes with the standard library."""
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
 try:  # orjson is several times faster, which matters at thousands of requests/second
     import orjson
 
@@ -31,17 +37,14 @@ try:  # orjson is several times faster, which matters at thousands of requests/s
         try:
             return orjson.dumps(obj)
         except TypeError:  # half a character (a lone surrogate): json escapes it
-            return json.dumps(obj, separators=(",", ":")).encode()
+            return _json_dumps(obj)
 
     def _canonical(obj: Any) -> bytes:
         return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
 
     loads = orjson.loads
 except ImportError:  # pragma: no cover - orjson is optional
-
-    def dumps(obj: Any) -> bytes:
-        """Serialize ``obj`` to compact JSON bytes."""
-        return json.dumps(obj, separators=(",", ":")).encode()
+    dumps = _json_dumps
 
     def _canonical(obj: Any) -> bytes:
         return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
