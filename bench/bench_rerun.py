@@ -18,7 +18,11 @@ judge's cost without any accounting of stages: the first run's CPU less this one
 per judge request, against this one's CPU per model request (everything a sample costs:
 read, request, extraction, scoring, storage, details). With ``--profile first`` the
 baseline is recorded too (``rerun-N-baseline-….pyspy.txt``), so the two profiles show
-where the difference goes.
+where the difference goes. ``--latency`` makes the fake server take that long per answer
+(model and judge alike; default 0, instant), as issue 18's figures were measured (0.1 s):
+with instant replies the event loop is saturated and whichever stage falls behind pays
+for the contention, with real latencies the judge's calls share the loop's wake-ups with
+the model's.
 
 ``--profile`` adds one more rerun under ``py-spy record`` (saved with its summary in
 ``bench/results/``, see ``bench/profile_summary.py``). ``--profile first`` records the
@@ -31,6 +35,8 @@ against the model stage's per model request.
     python bench/bench_rerun.py -n 2000 --reruns 3
     python bench/bench_rerun.py -n 100000 -c 256 --reruns 0 --profile first
     python bench/bench_rerun.py -n 100000 -c 256 --reruns 0 --differential
+    python bench/bench_rerun.py -n 100000 -c 256 --reruns 0 --differential --latency 0.1 \
+        --judge-concurrency 256
 """
 
 from __future__ import annotations
@@ -95,7 +101,8 @@ def stage_cpu(out: list[dict[str, Any]], summary: dict[str, Any], cpu: float,
 async def run(args: argparse.Namespace,
               rows_stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     responder = Responder()
-    server = TimedServer(responder, models=("fake-model", bl.JUDGE_MODEL), record=False)
+    server = TimedServer(responder, args.latency, models=("fake-model", bl.JUDGE_MODEL),
+                         record=False)
     rows = []
     async with server:
         with tempfile.TemporaryDirectory() as tmp_name:
@@ -188,6 +195,9 @@ def main() -> None:
     parser.add_argument("-c", type=int, default=64, help="model concurrency (default 64)")
     parser.add_argument("--mode", choices=["cascade", "parallel"], default="cascade")
     parser.add_argument("--judge-concurrency", type=int, default=8)
+    parser.add_argument("--latency", type=float, default=0.0,
+                        help="seconds the fake server takes per answer, model and judge "
+                             "alike (default 0: instant)")
     parser.add_argument("--judge-rpm", type=float, default=None,
                         help="judge rpm (default: unlimited)")
     parser.add_argument("--reruns", type=int, default=1, help="reruns after the first run")
@@ -213,7 +223,8 @@ def main() -> None:
     timed = args.n <= TARGET_N
     ok_rerun = all(r["model requests"] == 0 and r["judge requests"] == 0
                    and (not timed or r["wall s"] < TARGET_RERUN_S) for r in reruns)
-    params = {"N": args.n, "C": args.c, "mode": args.mode, "bg_busy_cpus": bg}
+    params = {"N": args.n, "C": args.c, "J": args.judge_concurrency, "L": args.latency,
+              "mode": args.mode, "bg_busy_cpus": bg}
     columns = ["run", "wall s", "CPU s", "peak RSS MiB", "db MiB", "model requests",
                "judge requests", "rule failures", "llm_evaluated", "judge requests = rule failures",
                "expected rule failures", "cached predictions", "judge cache hits", "accuracy"]
