@@ -14,7 +14,8 @@ import pytest
 import harness
 from harness.errors import ConfigError, DatasetError
 from harness.ppl.probe import UnsupportedLikelihoodError
-from harness.testing import FakeOpenAI
+from harness.ppl.runner import shared_token_start
+from harness.testing import FakeOpenAI, logprobs
 from harness.testing.logprobs import Scorer
 
 from .helpers import count_stored
@@ -110,6 +111,48 @@ async def test_each_normalization_ranks_by_its_own_score(tmp_path, normalization
     candidates = rows[0]["ppl"]["candidates"]
     assert candidates[chosen]["score"] == pytest.approx(score)
     assert candidates["B"]["continuation"] == " dog dog" and candidates["B"]["tokens"] == 2
+
+
+def subword_tokens(text: str) -> list[tuple[str, int]]:
+    """The fake's word tokens, but ``' Parma'`` in two pieces, as a BPE tokenizer may
+    split a rarer word: ``' Par'`` + ``'ma'``."""
+    tokens: list[tuple[str, int]] = []
+    for token, offset in logprobs.tokenize(text):
+        tokens += [(" Par", offset), ("ma", offset + 4)] if token == " Parma" else \
+            [(token, offset)]
+    return tokens
+
+
+@pytest.mark.parametrize("normalization", ["sum", "token", "byte"])
+async def test_echo_scores_every_candidate_from_where_all_their_tokens_start(tmp_path,
+                                                                             normalization):
+    """The candidates' common text ("…Answer: Par") ends inside ' Paris' but between
+    ' Par' and 'ma': each is scored over its whole answer, not B over 'ma' alone."""
+    write_mc(tmp_path / "mc.jsonl", 2)  # golds A and B
+    values = {" Paris": -1.0, " Par": -3.0, "ma": -0.5}
+    scorer = Scorer(lambda context, token: values.get(token, -2.0), tokenize=subword_tokens)
+    template = "{'A': 'Q: {question}\\nAnswer: Paris', 'B': 'Q: {question}\\nAnswer: Parma'}"
+    async with FakeOpenAI(scorer=scorer) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url, template=template,
+                        inferencer="dict(type=PPLInferencer, method='echo', "
+                                   f"normalization={normalization!r})")
+        await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    rows = details(tmp_path / "w")
+    assert [r["prediction"] for r in rows] == ["A", "A"]
+    candidates = rows[0]["ppl"]["candidates"]
+    assert candidates["A"] == {"continuation": " Paris", "logprob": -1.0, "tokens": 1,
+                               "score": pytest.approx(candidates["A"]["score"])}
+    assert candidates["B"]["continuation"] == " Parma"
+    assert candidates["B"]["logprob"] == pytest.approx(-3.5)
+    assert candidates["B"]["tokens"] == 2
+
+
+def test_the_shared_token_start_is_the_last_offset_every_candidate_has():
+    assert shared_token_start(10, [[0, 3, 6], [0, 3, 6, 10]]) == 6
+    assert shared_token_start(10, [[0, 3, 10], [0, 3, 10, 12]]) == 10
+    assert shared_token_start(10, [[0, 4, 11], [0, 5, 9]]) == 0
+    # Offsets past the split never count, even when every candidate has them.
+    assert shared_token_start(5, [[0, 2, 8], [0, 2, 8]]) == 2
 
 
 async def test_another_normalization_reranks_the_stored_likelihoods_without_requests(tmp_path):

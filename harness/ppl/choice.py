@@ -1,8 +1,10 @@
 """Pick a candidate from its continuation's log-likelihood, under a length normalization.
 
 Each candidate prompt is the shared context plus its own continuation (the text after
-the longest common prefix of all candidates). A candidate's score is the log-likelihood
-of its continuation, normalized as the config says:
+the longest common prefix of all candidates; scored by echo, from the last point before
+it where a token starts in every candidate, so that no candidate's score leaves out the
+start of its answer). A candidate's score is the log-likelihood of its continuation,
+normalized as the config says:
 
 - ``sum``: the total log-probability (the default; for single-token candidates such as
   option letters every normalization ranks alike);

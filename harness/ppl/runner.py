@@ -15,7 +15,7 @@ offers (``harness.ppl.probe``); a rerun served from the store probes nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -199,8 +199,10 @@ class Plan:
     def likelihoods(self, method: str, found: Mapping[str, Any]) -> list[Likelihood]:
         """Each candidate's continuation log-likelihood from the stored replies."""
         if method == "echo":
-            return [_from_echo(label, self.texts[label], self.split, found[key])
-                    for label, key in self.echo_keys.items()]
+            scored = {label: found[key] for label, key in self.echo_keys.items()}
+            start = shared_token_start(self.split, [s["offsets"] for s in scored.values()])
+            return [_from_echo(label, self.texts[label], start, scored[label])
+                    for label in scored]
         top = found[self.next_key]["top"]
         return [_from_top(label, cont, top) for label, cont in self.continuations.items()]
 
@@ -238,12 +240,24 @@ def _chat_context(candidates: Mapping[str, Any], dataset: str) -> tuple[Any, ...
     return tuple(context)
 
 
-def _from_echo(label: str, text: str, split: int, scored: Mapping[str, Any]) -> Likelihood:
+def shared_token_start(split: int, offsets: Sequence[Sequence[int]]) -> int:
+    """The last character offset at or before ``split`` where a token starts in every
+    candidate's tokenization: each candidate is scored from there on.
+
+    The candidates' common text can end inside a token of one and between two tokens of
+    another (``' Paris'`` against ``' Par' + 'ma'``); scoring each from its own token at
+    ``split`` would leave part of one candidate's answer (``' Par'``) out of its score.
+    """
+    common = set.intersection(*({o for o in offs if o <= split} for offs in offsets))
+    return max(common, default=0)
+
+
+def _from_echo(label: str, text: str, start: int, scored: Mapping[str, Any]) -> Likelihood:
     offsets = scored["offsets"]
-    start = max((i for i, o in enumerate(offsets) if o <= split), default=0)
-    values = [v for v in scored["logprobs"][start:] if v is not None]
-    return Likelihood(label, text[offsets[start]:], tuple(scored["tokens"][start:]),
-                      tuple(values))
+    # The first token at ``start`` (several byte tokens of one character share it).
+    first = next((i for i, o in enumerate(offsets) if o >= start), len(offsets))
+    values = [v for v in scored["logprobs"][first:] if v is not None]
+    return Likelihood(label, text[start:], tuple(scored["tokens"][first:]), tuple(values))
 
 
 def _from_top(label: str, continuation: str, top: list[list[Any]]) -> Likelihood:

@@ -42,11 +42,14 @@ def hashed_logprob(context: str, token: str) -> float:
 
 @dataclass
 class Scorer:
-    """How the fake scores tokens: ``logprob(context, token)`` and the ``vocabulary``
-    its next-token lists rank."""
+    """How the fake scores tokens: ``logprob(context, token)``, the ``vocabulary`` its
+    next-token lists rank and how it splits text into tokens (``tokenize``)."""
 
     logprob: Callable[[str, str], float] = hashed_logprob
     vocabulary: Sequence[str] = field(default=VOCABULARY)
+    #: How text splits into ``(token, offset)`` pairs (a test may split words into
+    #: pieces, as a subword tokenizer does).
+    tokenize: Callable[[str], list[tuple[str, int]]] = tokenize
 
     def top(self, context: str, k: int) -> dict[str, float]:
         """The ``k`` most likely vocabulary tokens after ``context``."""
@@ -64,8 +67,8 @@ class Scorer:
         lp: dict[str, list[Any]] = {"tokens": [], "token_logprobs": [], "top_logprobs": [],
                                     "text_offset": []}
         # The prompt is tokenized on its own: generated text never merges into it.
-        tokens = tokenize(text) if not echo else \
-            tokenize(prompt) + [(t, o + len(prompt)) for t, o in tokenize(text)]
+        tokens = self.tokenize(text) if not echo else \
+            self.tokenize(prompt) + [(t, o + len(prompt)) for t, o in self.tokenize(text)]
         for token, offset in tokens:
             context = hidden + shown[:offset]
             value = None if not context else self.logprob(context, token)
