@@ -70,6 +70,14 @@ FIRST_OPTION = [
     ("hedge-bare", "B or C", ""),
     ("hedge-parenthesized", "(B) or (C)", ""),
     ("hedge-both", "Both A and C are right.", ""),
+    ("hedge-list", "So the answer is A, B, or C.", ""),
+    ("hedge-list-parenthesized", "So the answer is (A), (B), or (C).", ""),
+    ("hedge-two-listed", "So the answer is A, C.", ""),
+    ("hedge-comma-maybe", "So the answer is A, maybe B.", ""),
+    ("hedge-parenthetical-or", "So the answer is A (or B).", ""),
+    ("hedge-parenthetical-or-parenthesized", "So the answer is (B) (or (A)).", ""),
+    ("comma-then-text-is-not-hedge", "The answer is (A), the red book.", "A"),
+    ("comma-then-rejected-is-not-hedge", "The answer is B, C is wrong.", "B"),
     ("two-answers-no-correction", "The answer is (A).\nThe answer is (C).", ""),
     ("same-answer-twice", "The answer is (C). So again, the answer is (C).", "C"),
     ("options-list-only", "A. 12\nB. 14\nC. 16\nD. 18", ""),
@@ -112,6 +120,12 @@ def test_first_option_respects_options() -> None:
 def test_first_option_pronoun_i_is_not_option_i() -> None:
     reply = "I think the shape has eight sides, so the answer is (B)."
     assert first_option_postprocess(reply, options="ABCDEFGHIJK") == "B"
+
+
+def test_a_letter_starting_words_after_a_comma_is_no_list() -> None:
+    # With options up to J, "I think" after a comma is the pronoun, not option I.
+    reply = "The answer is (A), I think."
+    assert first_option_postprocess(reply, options="ABCDEFGHIJ") == "A"
 
 
 def test_first_option_letter_i_counts_when_stated() -> None:

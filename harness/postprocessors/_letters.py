@@ -88,10 +88,16 @@ def _patterns(options: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Patter
         rf"|(?P<d>{L})[.:](?=\s|$)|^[ \t]*(?P<l>{L})[ \t]*$)",
         re.MULTILINE,
     )
+    maybe = r"(?i:possibly|maybe|perhaps|probably)\s+"
     hedge = re.compile(
-        rf"(?<![\w'])[(\[]?(?P<x>{L})[)\]]?\s*(?:,?\s*(?i:or|and|and/or|&)\s+"
-        rf"(?i:possibly\s+|maybe\s+|perhaps\s+|probably\s+)?|/\s*)"
+        rf"(?<![\w'])[(\[]?(?P<x>{L})[)\]]?\s*(?:"
+        # "B or C", "A and B", "A/B", "A (or B)", "A or maybe B"
+        rf"(?:\(\s*)?(?:,?\s*(?i:or|and|and/or|&)\s+(?:{maybe})?|/\s*)"
         rf"(?:(?i:option|choice)s?\s+)?[(\[]?(?P<y>{L})[)\]]?(?![\w'])"
+        # "A, maybe B"
+        rf"|,\s*{maybe}[(\[]?(?P<y2>{L})[)\]]?(?![\w'])"
+        # a list: "A, C.", "(A), (B), or (C)" (not "A, I think": a letter ends the list)
+        rf"|,\s*[(\[]?(?P<y3>{L})[)\]]?(?=\s*(?:[,.;!?]|(?i:or|and)\b|$)))"
     )
     return statement, token, hedge
 
@@ -101,7 +107,8 @@ def _hedged(text: str, start: int, end: int, options: str) -> bool:
     hedge = _patterns(options)[2]
     lo = max(0, start - 40)
     for m in hedge.finditer(text, lo, min(len(text), end + 40)):
-        if m.group("x") != m.group("y") and m.start() <= start and end <= m.end() + 1:
+        other = m.group("y") or m.group("y2") or m.group("y3")
+        if m.group("x") != other and m.start() <= start and end <= m.end() + 1:
             # "(A) and (B) is wrong" names B only to rule it out: not a hedge.
             return not _REJECTED.match(text, m.end())
     return False
