@@ -204,6 +204,43 @@ async def test_judge_error_is_recorded_and_retried_on_the_next_run(data, tmp_pat
         assert len(judge_requests(srv)) == 3 * failures
 
 
+async def test_parallel_judge_failure_on_a_rule_correct_sample_leaves_it_correct(data, tmp_path):
+    """Parallel mode: correct = rule correct or judge says A, so a judge call that fails
+    for good on a sample the rules got right changes nothing about its score. Only the
+    rule failures it failed on would be pending; here the judge fails on the others."""
+    expected = expected_cascade(N)
+
+    def rule_correct(body) -> bool:  # the judge prompt's prediction is the plain right one
+        text = body["messages"][-1]["content"]
+        gold = text.split("Gold: ")[1].split()[0]
+        return f"\n{'The answer is ' + gold + '.'}\n" in text
+
+    def faults(body, attempt):
+        down = body["model"] == "judge-model" and rule_correct(body)
+        return Fault("server_error") if down else None
+
+    async with FakeOpenAI(responder=model_and_judge, faults=faults) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="parallel",
+                                 judge={"max_attempts": 2})
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        result = report.result("arith")
+        stats = result["cascade_stats"]
+        assert report.failed == 0 and stats["pending"] == 0
+        assert result["correct"] == stats["final_correct"] == expected["final"]
+        assert stats["judge_error"] == stats["rule_correct"] == expected["rule_correct"]
+        rows = {r["index"]: r for r in details(tmp_path / "w")}
+        failed = [r for r in rows.values() if r["llm_evaluation"]["status"] == "error"]
+        assert len(failed) == expected["rule_correct"]
+        assert all(r["status"] == "ok" and r["correct"] is True and r["cascade_correct"]
+                   for r in failed)
+        # The next run asks the judge again about those samples only (for the judge's
+        # own figures); their scores stay.
+        srv.reset()
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        assert len(judge_requests(srv)) == 2 * expected["rule_correct"]  # still failing
+        assert report.result("arith")["correct"] == expected["final"]
+
+
 async def test_judge_starts_before_inference_finishes(data, tmp_path):
     order = []
 

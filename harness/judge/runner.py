@@ -160,9 +160,12 @@ def combine(task: JudgeTask, verdict: VerdictRecord,
 
     With a rule layer: correct = rule correct or judge says A, and an unparsed verdict
     keeps the rule verdict. Judge only: the verdict decides, and an unparsed one is its
-    own status, not scored. A failed judge call leaves the sample pending either way
-    (``judge_error``, not scored, asked again by the next run): keeping the rule verdict
-    would score exactly the samples the rules got wrong as wrong.
+    own status, not scored. A failed judge call leaves a sample the rules got wrong
+    pending (``judge_error``, not scored, asked again by the next run): keeping the rule
+    verdict would score exactly the samples the judge might rescue as wrong. One the
+    rules got right (parallel mode) is correct whatever the judge says: it is scored,
+    with the failed call in its judge status, and not stored as an outcome, so the next
+    run asks the judge again for the judge's own figures.
     """
     judge_correct = verdict.verdict == "A" if verdict.status == "ok" else None
     evaluation: dict[str, Any] = {"prediction": verdict.reply, "verdict": verdict.verdict,
@@ -177,7 +180,7 @@ def combine(task: JudgeTask, verdict: VerdictRecord,
     common: dict[str, Any] = dict(judge_status=verdict.status, judge_correct=judge_correct,
                                   judge_cached=verdict.cached)
     if task.has_rule:
-        if verdict.status == "error":
+        if verdict.status == "error" and not base.rule_correct:
             details = {**base.details, "llm_evaluation": evaluation, "cascade_correct": None}
             return replace(base, status="judge_error", correct=None, error=verdict.error,
                            details=details, cause=verdict.cause, **common)
