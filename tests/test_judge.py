@@ -13,7 +13,9 @@ from harness.testing import FakeOpenAI, Fault, MockTransport, Reply
 from harness.transport import TRANSPORTS
 
 from .helpers import (
+    JUDGE_MODEL,
     JUDGE_TEMPLATE,
+    arith_datasets,
     expected_cascade,
     fake_judge,
     model_and_judge,
@@ -281,6 +283,42 @@ async def test_rpm_limit_is_held_under_the_servers_limit(data, tmp_path):
         report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
         assert judge.stats.rpm_limited == 0 and judge.stats.total == N
     assert report.result("arith")["judge_stats"]["requests"] == N
+
+
+def two_datasets_one_judge(path, data, model_url, judge_url, judges) -> None:
+    """A config of two judge-only datasets, ``arith0`` and ``arith1``, whose judge_cfgs
+    name the same endpoint, model and key with the settings ``judges`` gives each."""
+    src = ("from harness import (CustomDataset, RawPromptTemplate, ZeroRetriever, "
+           "GenInferencer, GenericLLMEvaluator, generic_llmjudge_postprocess)\n")
+    for i, settings in enumerate(judges):
+        cfg = {"abbr": "judge", "path": JUDGE_MODEL, "openai_api_base": judge_url,
+               "key": "sk-judge-not-a-secret", **settings}
+        evaluator = (f"dict(evaluator=dict(type=GenericLLMEvaluator, prompt_template=dict("
+                     f"type=RawPromptTemplate, messages=[dict(role='user', "
+                     f"content={JUDGE_TEMPLATE!r})]), judge_cfg={cfg!r}, "
+                     "dict_postprocessor=dict(type=generic_llmjudge_postprocess)))")
+        src += arith_datasets(data, evaluator, abbr=f"arith{i}").replace(
+            "datasets = [", f"d{i}_datasets = [")
+    src += (f"models = [dict(abbr='fake', path='fake-model', openai_api_base={model_url!r}, "
+            "key='sk-model-not-a-secret')]\n")
+    path.write_text(src)
+
+
+async def test_one_judge_endpoint_is_one_pacer_and_one_count_whatever_each_dataset_sets(
+        data, tmp_path):
+    # The judge's server allows 12 requests per 0.5 s (1,440/min). One dataset tells the
+    # judge 1,200/min, the other sets no limit and twice the concurrency: both go through
+    # one pacer at the stricter limit (the provider's limit is the endpoint's), and the
+    # judge's requests are counted once, all of them.
+    async with FakeOpenAI(responder=model_and_judge) as model, \
+            FakeOpenAI(responder=model_and_judge, rpm_limit=12, window=0.5) as judge:
+        two_datasets_one_judge(tmp_path / "cfg.py", data, model.base_url, judge.base_url,
+                               [{"rpm": 1200, "concurrency": 4}, {"concurrency": 8}])
+        report = await harness.evaluate(tmp_path / "cfg.py", work_dir=tmp_path / "w")
+        assert judge.stats.rpm_limited == 0 and judge.stats.total == 2 * N
+    for abbr in ("arith0", "arith1"):
+        stats = report.result(abbr)["judge_stats"]
+        assert stats["requests"] == 2 * N and stats["rpm"] == 1200
 
 
 async def test_placeholders_prediction_is_data_and_unknown_stay(data, tmp_path):

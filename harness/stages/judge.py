@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
@@ -23,7 +24,7 @@ from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 from ..breaker import BreakerPolicy
 from ..evaluators.llm import GenericLLMEvaluator
 from ..judge.runner import JudgeEndpoint, JudgeRunner
-from ..judge.spec import judge_spec
+from ..judge.spec import JudgeSpec, judge_spec
 from ..keys import content_key
 from ..outcomes import judged_row
 from ..progress import Progress, StageCounts
@@ -57,23 +58,29 @@ class Judges:
         specs = {abbr: judge_spec(self._judge_cfg(judge.judge_cfg),
                                   f"datasets[{i}].eval_cfg.evaluator.judge_cfg")
                  for i, (abbr, (_, judge, _)) in enumerate(plans.items()) if judge is not None}
+        # Datasets judged by the same endpoint, model and key share one client, one pacer
+        # and one set of counts: the provider's limits are the endpoint's, whatever each
+        # dataset's config says, so the strictest limits any of them sets apply to all.
+        # Each runner keeps its own generation and re-ask settings. (The key is part of
+        # an in-memory dict key only, never stored.)
+        groups: dict[str, list[str]] = {}
+        for abbr, spec in specs.items():
+            ident = content_key("endpoint", id=spec.model.identity(), key=spec.model.api_key)
+            groups.setdefault(ident, []).append(abbr)
+        shared = {ident: strictest([specs[a] for a in abbrs]) for ident, abbrs in groups.items()}
         # One ``judge_ask`` task per slot of the largest endpoint: an endpoint with as
         # many slots as there are tasks can never be asked more, so only a smaller one
         # holds a slot per attempt (a slot costs two trips round the event loop).
-        tasks = max((spec.concurrency for spec in specs.values()), default=0)
-        for abbr, spec in specs.items():
-            judge = plans[abbr][1]
-            assert judge is not None
-            # Datasets share a client and a pacer only for the same endpoint, key and
-            # limits; each runner keeps its own generation and re-ask settings. (The
-            # key is part of an in-memory dict key only, never stored.)
-            ident = content_key("endpoint", id=spec.model.identity(), key=spec.model.api_key,
-                                rpm=spec.rpm, tpm=spec.tpm, concurrency=spec.concurrency)
-            if ident not in self.endpoints:
-                self.endpoints[ident] = JudgeEndpoint(spec, breaker,
-                                                      limit_slots=spec.concurrency < tasks)
-                progress.judge.calls.append(self.endpoints[ident].client.stats)
-            self.runners[abbr] = JudgeRunner(judge, self.endpoints[ident], store, spec)
+        tasks = max((spec.concurrency for spec in shared.values()), default=0)
+        for ident, abbrs in groups.items():
+            spec = shared[ident]
+            endpoint = self.endpoints[ident] = JudgeEndpoint(
+                spec, breaker, limit_slots=spec.concurrency < tasks)
+            progress.judge.calls.append(endpoint.client.stats)
+            for abbr in abbrs:
+                judge = plans[abbr][1]
+                assert judge is not None
+                self.runners[abbr] = JudgeRunner(judge, endpoint, store, specs[abbr])
 
     def _judge_cfg(self, cfg: Mapping[str, Any] | None) -> dict[str, Any]:
         """``judge_cfg`` with the run's ``--timeout``/``--max-attempts`` where it sets
@@ -103,6 +110,18 @@ class Judges:
             async with contextlib.AsyncExitStack() as stack:
                 for endpoint in self.endpoints.values():
                     stack.push_async_callback(endpoint.aclose)
+
+
+def strictest(specs: list[JudgeSpec]) -> JudgeSpec:
+    """The first spec with the lowest concurrency and the lowest ``rpm`` and ``tpm`` any of
+    ``specs`` sets (one endpoint's limits, from each dataset that uses it)."""
+    def lowest(values: list[float | None]) -> float | None:
+        return min((v for v in values if v is not None), default=None)
+
+    first = specs[0]
+    model = replace(first.model, rpm=lowest([s.rpm for s in specs]),
+                    tpm=lowest([s.tpm for s in specs]))
+    return replace(first, model=model, concurrency=min(s.concurrency for s in specs))
 
 
 async def _finish(request: JudgeRequest, result: SampleResult,
