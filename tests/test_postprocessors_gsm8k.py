@@ -36,6 +36,10 @@ GSM8K = [
     ("two-different-boxes", r"\boxed{18} and \boxed{20}", ""),
     ("same-answer-twice", "The answer is 18.\n#### 18", "18"),
     ("hedge-is-conflict", r"It is either \boxed{18} or \boxed{20}.", ""),
+    ("hedge-comma-maybe", "9 * 2 = 18. The answer is 18, maybe 20.", ""),
+    ("hedge-after-hashes", "#### 18 or 20", ""),
+    ("comma-then-more-text-is-no-hedge", "The answer is 18, as 9 * 2 = 18.", "18"),
+    ("just-kidding-retracts", "The answer is 18. Just kidding, it is 20.", "20"),
     # empty / truncated
     ("empty", "", ""),
     ("no-number", "I am not sure how to solve this.", ""),

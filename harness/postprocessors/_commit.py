@@ -59,7 +59,8 @@ class Candidate:
 # different answers, so it can be generous; bare "mistake"/"error"/"no" are left out
 # because explanations use them ("(A) has no catalyst") without retracting anything.
 CORRECTION = compile_lazily(
-    r"\b(?:wait|oops|correction|actually|instead|scratch\s+that|on\s+second\s+thought"
+    r"\b(?:wait|oops|correction|actually|instead|scratch\s+that|just\s+kidding"
+    r"|on\s+second\s+thought"
     r"|I\s+made\s+an?\s+(?:\w+\s+)?(?:mistake|error)|my\s+(?:mistake|error|bad)|I\s+was\s+wrong"
     r"|that(?:'s|\s+is|\s+was)\s+(?:wrong|incorrect|a\s+mistake)"
     r"|re-?(?:check\w*|calculat\w*|comput\w*|consider\w*|evaluat\w*|examin\w*)"
@@ -72,7 +73,7 @@ CORRECTION = compile_lazily(
 RETRACTION = compile_lazily(
     r"(?i:\b(?:wait|hmm|hold\s+on|oh)\b[\s,.!…-]*"
     r"(?:no\b|actually\b|I\s+made|that'?s\s+(?:wrong|not)"
-    r"|correction)|\b(?:correction|oops|scratch\s+that|on\s+second\s+thought"
+    r"|correction)|\b(?:correction|oops|scratch\s+that|just\s+kidding|on\s+second\s+thought"
     r"|I\s+made\s+an?\s+(?:\w+\s+)?(?:mistake|error)|I\s+was\s+wrong)\b"
     r"|(?:^|(?<=[.!?…\n]))[ \t]*actually\b(?![\s,]+(?:we|let|I)\s+(?:can|could|might|should)\b)"
     r"|等等|不对|错了|更正)"
@@ -82,7 +83,7 @@ which only needs to tell two different answers apart."""
 
 TAKEN_BACK = compile_lazily(
     r"(?i:\b(?:wrong|incorrect|mistake|error|misread|mis(?:calculat|count)\w*|oops"
-    r"|scratch\s+that|on\s+second\s+thought|correction)\b)|不对|错了|更正")
+    r"|scratch\s+that|just\s+kidding|on\s+second\s+thought|correction)\b)|不对|错了|更正")
 """Words that reject an answer already given ("that's wrong", "I made an error"), where
 RETRACTION also matches a "Wait, actually" that goes on to confirm it."""
 

@@ -110,11 +110,14 @@ _ASIDE = compile_lazily(r"\([^()]*\)")
 NEGATED = compile_lazily(r"(?:\b(?:not|instead\s+of|rather\s+than|nor)|n't)\s+\$?-?\d[\d.,/]*",
                          re.IGNORECASE)
 """A number named only to be rejected: "not 20", "rather than 20", "isn't 20"."""
-_OR = compile_lazily(r"[\s(]or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?\$?(?=-?\.?\d)", re.IGNORECASE)
+_OR = compile_lazily(r"(?:[\s(]or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?"
+                     r"|,\s*(?:maybe|perhaps|possibly|probably)\s+)\$?(?=-?\.?\d)",
+                     re.IGNORECASE)
 
 
 def hedged(span: str) -> bool:
-    """Whether an answer span offers two different numbers as alternatives ("18 or 20")."""
+    """Whether an answer span offers two different numbers as alternatives ("18 or 20",
+    "18, maybe 20")."""
     if not _OR.search(span):  # most spans: a search costs a third of an empty finditer
         return False
     for m in _OR.finditer(span):

@@ -54,7 +54,8 @@ _CUE = compile_lazily(
 # The words an ASCII text needs for _CUE to match (see may_match).
 _CUE_WORDS = ("answer", *FOREIGN_CUE_WORDS)
 # Words each RETRACTION alternative needs (see may_match).
-_RETRACT_WORDS = ("wait", "hmm", "hold", "oh", "correction", "oops", "scratch", "second",
+_RETRACT_WORDS = ("wait", "hmm", "hold", "oh", "correction", "oops", "scratch", "kidding",
+                  "second",
                   "made", "wrong", "actually")
 # Verification the model adds after working out its answer; its numbers are not answers.
 _CHECK_LINE = compile_lazily(
@@ -89,7 +90,7 @@ def _statements(text: str) -> list[Candidate]:
     found = []
     for m in _HASHES.finditer(text):
         end = m.end() + len(span_after(text, m.end(), LINE_END))
-        found.append((m.start(), end, span_value(text[m.end():end]),
+        found.append((m.start(), end, _cue_value(text[m.end():end]),
                       rank(text, m.start(), end, DECLARED)))
     for start, end, content in find_boxed(text):
         found.append((start, end, span_value(content), box_rank(text, start, end)))
