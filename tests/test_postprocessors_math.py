@@ -41,6 +41,11 @@ MATH = [
      r"\frac{639}{40}"),
     ("corrected-box", r"\boxed{2}. Wait, I made an error in the sign: \boxed{-2}", "-2"),
     ("hedged-sentence", r"The final answer is $2$ or $3$.", ""),
+    ("hedged-maybe-sentence", r"The final answer is $\frac{5}{6}$, maybe $\frac{2}{5}$.", ""),
+    ("hedged-maybe-box", r"So $\boxed{\frac{5}{6}}$, perhaps $\frac{2}{5}$.", ""),
+    ("box-then-probably-reason", r"So $\boxed{5}$, probably the intended answer.", "5"),
+    ("just-kidding-retracts", r"$\boxed{\frac{5}{6}}$. Just kidding, it is $\frac{2}{5}$.",
+     r"\frac{2}{5}"),
     # empty / truncated
     ("empty", "", ""),
     ("no-answer", "We cannot simplify this further without more information.", ""),

@@ -131,11 +131,16 @@ _JOINED = compile_lazily(
     r"(?:\s|\$|\\\(|\\\)|\\quad|\\qquad|,|;|&|\\text\{\s*(?:and|,)\s*\}|\band\b"
     r"|[A-Za-z](?:_\{?\w+\}?)?\s*=)*")
 _OR = compile_lazily(r"\bor\b|\\text\{\s*or\s*\}|\\vee\b")
+# An answer followed by a second one offered as likely too ("$\frac56$, maybe $\frac25$").
+_MAYBE = compile_lazily(
+    r"\s*\$?\s*,\s*(?:maybe|perhaps|possibly|probably)\s+\$?\s*[-\d\\(.]", re.IGNORECASE)
 
 
 def _answer_value(span: str) -> Any:
     """The answer a prose statement gives ("$\\frac34$, since …" → ``\\frac34``),
     HEDGE for "2 or 3", or None when the statement is prose, not an answer."""
+    if _MAYBE.search(span):
+        return HEDGE
     span = _REASON.split(span, maxsplit=1)[0]
     if _OR.search(span):
         return HEDGE
@@ -173,7 +178,7 @@ def _box_answers(reply: str, boxes: list[tuple[int, int, str]]) -> list[Candidat
     for start, end, content in boxes:
         if _PLACEHOLDER.fullmatch(content):
             continue
-        value = _clean(content)
+        value = HEDGE if _MAYBE.match(reply, end) else _clean(content)
         final = box_rank(reply, start, end)
         if cands:
             prev = cands[-1]
