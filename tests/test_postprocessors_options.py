@@ -87,6 +87,11 @@ FIRST_OPTION = [
     # self-correction
     ("self-correction", "The answer is (A). Wait, actually the answer is (C).", "C"),
     ("self-correction-after-hedge", "The answer is B or C. Actually, the answer is C.", "C"),
+    ("just-kidding-names-another", "So the answer is (B). Just kidding, it is (A).", "A"),
+    ("wait-actually-names-another", "Answer: (B)\nWait, actually it's (A).", "A"),
+    ("wait-actually-confirms", "The answer is (B). Wait, actually (B) is right.", "B"),
+    ("retraction-with-two-letters-is-no-answer",
+     "The answer is (B). Wait, actually it is (A) or (C).", ""),
     ("hypothetical-then-answer",
      "Let me check whether the answer is A: no, since 3 > 2. So the answer is C.", "C"),
     ("negated-statement", "I don't think the answer is A. The answer is B.", "B"),

@@ -18,9 +18,9 @@ import re
 import string
 from dataclasses import dataclass
 
-from ._commit import HEDGE, Candidate, commit, committed_clause
+from ._commit import HEDGE, RETRACTION, Candidate, commit, committed_clause
 from ._lazy_re import compile_lazily
-from ._text import FOREIGN_CUE
+from ._text import FOREIGN_CUE, LINE_END, span_after
 
 _MARKDOWN = [
     # **B**, *B*, `B`, $B$, $\text{B}$ are emphasis around one letter: make them (B).
@@ -132,6 +132,24 @@ def statements(text: str, options: str) -> list[Candidate]:
         letter = m.group(name).upper()
         value = HEDGE if m.group("hedge") or _hedged(text, s, e, options) else letter
         found.append(Candidate(m.start(), m.end(), value))
+    if found:
+        found = sorted(found + _retractions(text, found, options), key=lambda c: c.start)
+    return found
+
+
+def _retractions(text: str, stated: list[Candidate], options: str) -> list[Candidate]:
+    """After an answer statement, a visible change of mind that names one option on the
+    rest of its line and states no answer there itself ("Just kidding, it is (A)",
+    "Wait, actually it's (A)"): the new answer, as a correction of the earlier one."""
+    found = []
+    for m in RETRACTION.finditer(text, stated[0].start):
+        end = m.end() + len(span_after(text, m.end(), LINE_END))
+        if any(m.end() <= c.start < end for c in stated):
+            continue  # "Wait, actually the answer is (A)": the statement speaks for itself
+        letters = {value(t, text, options) for t in tokens(text[:end], options)
+                   if t.start >= m.end()}
+        if len(letters) == 1:
+            found.append(Candidate(m.start(), end, letters.pop()))
     return found
 
 
