@@ -32,6 +32,7 @@ from .records import (
     SampleResult,
     StoreWrite,
 )
+from .stages.calls import Calls
 from .stages.collect import Collector, Pair
 from .stages.generate import Likelihoods, ModelClients, Starter, generate
 from .stages.judge import Judges, judge_ask, judge_lookup
@@ -170,9 +171,10 @@ class Pipeline:
             tg.start_soon(read, [(m, d) for m, d in self.pairs], options.limit, self.store,
                           options.mode != "eval", read_batch, model_send, outlet.clone(),
                           self.collector, progress, self.likelihoods, self.outcomes)
+            calls = Calls(self.store)
             for _ in range(callers):
                 tg.start_soon(generate, model_recv.clone(), self.clients, store_send.clone(),
-                              outlet.clone(), progress, self.likelihoods)
+                              outlet.clone(), progress, calls, self.likelihoods)
             for _ in range(self.scorer.parallelism if not self.scorer.inline else 0):
                 tg.start_soon(score, score_recv.clone(), self.scorer, dispatch.clone())
             if self.judges.concurrency:
@@ -182,7 +184,7 @@ class Pipeline:
             for _ in range(self.judges.concurrency):
                 tg.start_soon(judge_ask, ask_recv.clone(), self.judges, store_send.clone(),
                               self.collector, progress.judge)
-            tg.start_soon(write_store, store_recv, self.store, store_buffer)
+            tg.start_soon(write_store, store_recv, self.store, store_buffer, calls.committed)
             for stream in (model_recv, score_send, score_recv, store_send, judge_send,
                            judge_recv, ask_send, ask_recv):
                 stream.close()

@@ -286,8 +286,9 @@ async def test_rpm_limit_is_held_under_the_servers_limit(data, tmp_path):
 
 
 def two_datasets_one_judge(path, data, model_url, judge_url, judges) -> None:
-    """A config of two judge-only datasets, ``arith0`` and ``arith1``, whose judge_cfgs
-    name the same endpoint, model and key with the settings ``judges`` gives each."""
+    """A config of two judge-only datasets, ``arith0`` and ``arith1`` (the files ``data``
+    names), whose judge_cfgs name the same endpoint, model and key with the settings
+    ``judges`` gives each."""
     src = ("from harness import (CustomDataset, RawPromptTemplate, ZeroRetriever, "
            "GenInferencer, GenericLLMEvaluator, generic_llmjudge_postprocess)\n")
     for i, settings in enumerate(judges):
@@ -297,7 +298,7 @@ def two_datasets_one_judge(path, data, model_url, judge_url, judges) -> None:
                      f"type=RawPromptTemplate, messages=[dict(role='user', "
                      f"content={JUDGE_TEMPLATE!r})]), judge_cfg={cfg!r}, "
                      "dict_postprocessor=dict(type=generic_llmjudge_postprocess)))")
-        src += arith_datasets(data, evaluator, abbr=f"arith{i}").replace(
+        src += arith_datasets(data[i], evaluator, abbr=f"arith{i}").replace(
             "datasets = [", f"d{i}_datasets = [")
     src += (f"models = [dict(abbr='fake', path='fake-model', openai_api_base={model_url!r}, "
             "key='sk-model-not-a-secret')]\n")
@@ -312,7 +313,9 @@ async def test_one_judge_endpoint_is_one_pacer_and_one_count_whatever_each_datas
     # judge's requests are counted once, all of them.
     async with FakeOpenAI(responder=model_and_judge) as model, \
             FakeOpenAI(responder=model_and_judge, rpm_limit=12, window=0.5) as judge:
-        two_datasets_one_judge(tmp_path / "cfg.py", data, model.base_url, judge.base_url,
+        other = write_arith(tmp_path / "b.jsonl", N, start=N)  # no request in common
+        two_datasets_one_judge(tmp_path / "cfg.py", [data, other], model.base_url,
+                               judge.base_url,
                                [{"rpm": 1200, "concurrency": 4}, {"concurrency": 8}])
         report = await harness.evaluate(tmp_path / "cfg.py", work_dir=tmp_path / "w")
         assert judge.stats.rpm_limited == 0 and judge.stats.total == 2 * N

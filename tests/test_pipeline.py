@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from harness.testing import FakeOpenAI, Fault, fail_first
 
 from .helpers import (
     arith_dataset,
+    arith_datasets,
     arith_reply,
     expected_correct,
     model_cfg,
@@ -217,7 +219,8 @@ async def test_several_datasets_and_models_share_one_run_and_one_table(tmp_path)
         models = [dict(abbr="a", path="m-a", openai_api_base=srv.base_url),
                   dict(abbr="b", path="m-b", openai_api_base=srv.base_url)]
         report = await harness.evaluate(cfg, models=models, work_dir=tmp_path / "w")
-        assert srv.stats.total == 2 * 2 * 8
+        # arith-copy sends each model the same requests as arith: asked once each.
+        assert srv.stats.total == 2 * 8
     assert {(s["model"], s["dataset"]) for s in report.summaries} == {
         ("a", "arith"), ("a", "arith-copy"), ("b", "arith"), ("b", "arith-copy")}
     header, rule, *rows = report.table().splitlines()
@@ -280,3 +283,69 @@ async def test_half_a_character_in_a_reply_is_stored_and_scored_not_a_crash(arit
     assert all("\ufffd" in row["prediction"] and not any(
         "\ud800" <= c <= "\udfff" for c in row["prediction"]) for row in rows)
     assert sum(row["prediction"].endswith("😀") for row in rows) not in (0, 40)
+
+
+def two_datasets_one_prompt(path: Path, data: Path, base_url: str, **model: object) -> Path:
+    """Two datasets, ``first`` and ``second``, sending the model the same requests (one
+    dataset scored two ways)."""
+    evaluator = ("dict(evaluator=dict(type=AccEvaluator, pred_postprocessor=dict(type='gsm8k')),"
+                 " dataset_postprocessor=dict(type='gsm8k-dataset'))")
+    src = ("from harness import CustomDataset, RawPromptTemplate, ZeroRetriever, "
+           "GenInferencer, AccEvaluator\n")
+    for abbr in ("first", "second"):
+        src += arith_datasets(data, evaluator, abbr=abbr).replace(
+            "datasets = [", f"{abbr}_datasets = [")
+    path.write_text(src + f"models = [{ {**model_cfg(base_url), **model}!r}]\n")
+    return path
+
+
+@pytest.mark.parametrize("latency", [0.0, 0.02])
+async def test_a_request_two_datasets_share_is_paid_once_and_scored_alike(tmp_path, latency):
+    """The second dataset's samples find the first's calls queued, in flight, done but
+    not yet committed, or stored: each prompt is asked once, both datasets score the
+    one reply, and a rerun with zero requests prints the same numbers."""
+    n = 300
+    data = write_arith(tmp_path / "a.jsonl", n)
+    asked: dict[str, int] = {}
+
+    def coin(body):  # a sampling model: right or wrong at random, per request
+        prompt = body["messages"][-1]["content"]
+        asked[prompt] = asked.get(prompt, 0) + 1
+        a, b = (int(x) for x in prompt.removeprefix("What is ").rstrip("?").split(" + "))
+        return f"The answer is {a + b + random.randint(0, 1)}."
+
+    async with FakeOpenAI(responder=coin, latency=latency) as srv:
+        cfg = two_datasets_one_prompt(tmp_path / "cfg.py", data, srv.base_url)
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=32)
+        assert srv.stats.total == n and set(asked.values()) == {1}
+        first = {r["index"]: r["prediction"] for r in details(tmp_path / "w", dataset="first")}
+        second = {r["index"]: r["prediction"] for r in details(tmp_path / "w", dataset="second")}
+        assert first == second
+        scores = {d: report.result(d)["correct"] for d in ("first", "second")}
+        assert scores["first"] == scores["second"]
+        srv.reset()
+        rerun = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=32)
+        assert srv.stats.total == 0
+        assert {d: rerun.result(d)["correct"] for d in ("first", "second")} == scores
+
+
+async def test_a_shared_request_whose_first_call_fails_is_asked_again_by_the_other(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 20)
+    failed: set[str] = set()
+
+    def faults(body, attempt):  # each prompt's first request fails for good
+        prompt = body["messages"][-1]["content"]
+        if prompt not in failed:
+            failed.add(prompt)
+            return Fault("server_error")
+        return None
+
+    async with FakeOpenAI(responder=arith_reply, faults=faults) as srv:
+        cfg = two_datasets_one_prompt(tmp_path / "cfg.py", data, srv.base_url,
+                                      max_attempts=1)
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=8)
+    # One dataset's call failed (pending), the other's asked again and was answered.
+    assert srv.stats.total == 40
+    counts = [report.result(d)["counts"] for d in ("first", "second")]
+    assert sum(c.get("model_error", 0) for c in counts) == 20
+    assert sum(c.get("ok", 0) for c in counts) == 20

@@ -26,6 +26,7 @@ from ..progress import Progress, StageCounts
 from ..records import Completion, ModelSpec, Sample, StoreWrite
 from ..retry import CallStats
 from ..store import Store
+from .calls import Calls
 from .score import ScoreOutlet
 from .streams import receive as next_item
 from .streams import send
@@ -139,8 +140,10 @@ class Likelihoods:
 
 async def generate(receive: ObjectReceiveStream[Sample], clients: ModelClients,
                    store_send: ObjectSendStream[StoreWrite], outlet: ScoreOutlet,
-                   progress: Progress, likelihoods: Likelihoods | None = None) -> None:
-    """Samples in; each one's completion to ``store_send`` and to ``outlet``."""
+                   progress: Progress, calls: Calls,
+                   likelihoods: Likelihoods | None = None) -> None:
+    """Samples in; each one's completion to ``store_send`` and to ``outlet``. A sample
+    whose key this run already asked for takes that reply instead (``Calls``)."""
     counts = progress.model
     async with receive, store_send, outlet:
         while (sample := await next_item(receive)) is not None:
@@ -148,23 +151,34 @@ async def generate(receive: ObjectReceiveStream[Sample], clients: ModelClients,
                 await likelihoods.complete(sample, clients, store_send, outlet, counts,
                                            progress)
                 continue
-            client = clients.ready.get(sample.model) or await clients.get(sample.model)
+            shared = await calls.reuse(sample)
+            if shared is not None:
+                progress.cached += 1
+                await outlet.put(shared)
+                continue
+            completion = None
             try:
-                # A PermanentModelError (bad key, unknown model) ends the run here.
-                result = await client.complete(sample.messages, sample.gen_params,
-                                               sample.api)
-            except ModelCallError as exc:
-                if isinstance(exc, PermanentModelError):
-                    raise
-                counts.failed += 1
-                counts.done += 1  # done counts failures too, as in the other stages
-                completion = Completion(sample, "error", error=str(exc),
-                                        attempts=exc.attempts, cause=exc.outcome)
-            else:
-                counts.done += 1
-                completion = Completion(sample, "ok", result.text, result.finish_reason,
-                                        None, result.prompt_tokens,
-                                        result.completion_tokens, result.attempts,
-                                        False, result.reasoning)
+                completion = await _call(sample, clients, counts)
+            finally:
+                calls.finish(sample.key, completion)
             await send(store_send, completion)
             await outlet.put(completion)
+
+
+async def _call(sample: Sample, clients: ModelClients, counts: StageCounts) -> Completion:
+    """Ask the model for ``sample``: its reply, or the failure after the retries."""
+    client = clients.ready.get(sample.model) or await clients.get(sample.model)
+    try:
+        # A PermanentModelError (bad key, unknown model) ends the run here.
+        result = await client.complete(sample.messages, sample.gen_params, sample.api)
+    except ModelCallError as exc:
+        if isinstance(exc, PermanentModelError):
+            raise
+        counts.failed += 1
+        counts.done += 1  # done counts failures too, as in the other stages
+        return Completion(sample, "error", error=str(exc), attempts=exc.attempts,
+                          cause=exc.outcome)
+    counts.done += 1
+    return Completion(sample, "ok", result.text, result.finish_reason, None,
+                      result.prompt_tokens, result.completion_tokens, result.attempts,
+                      False, result.reasoning)

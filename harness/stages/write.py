@@ -3,6 +3,8 @@ verdicts in batches (what is already queued, up to ``batch_size``, per transacti
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream
 
@@ -12,15 +14,20 @@ from .streams import drain
 
 
 async def write_store(receive: ObjectReceiveStream[StoreWrite], store: Store,
-                      batch_size: int) -> None:
-    """Commit everything received; what is queued when the run is cancelled too."""
+                      batch_size: int,
+                      committed: Callable[[list[StoreWrite]], None] | None = None) -> None:
+    """Commit everything received; what is queued when the run is cancelled too.
+    ``committed`` is told of each batch once it is in the store."""
     async with receive:
         try:
             async for first in receive:
+                batch = [first, *drain(receive, batch_size - 1)]
                 # A received reply is a paid-for request: finish committing it even
                 # if the run is being cancelled.
                 with anyio.CancelScope(shield=True):
-                    await store.write_completions([first, *drain(receive, batch_size - 1)])
+                    await store.write_completions(batch)
+                if committed is not None:
+                    committed(batch)
         except anyio.get_cancelled_exc_class():
             # Interrupted: what is already queued was paid for too; keep it.
             with anyio.CancelScope(shield=True):
