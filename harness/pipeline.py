@@ -174,7 +174,7 @@ class Pipeline:
             calls = Calls(self.store)
             for _ in range(callers):
                 tg.start_soon(generate, model_recv.clone(), self.clients, store_send.clone(),
-                              outlet.clone(), progress, calls, self.likelihoods)
+                              outlet.clone(), progress, calls.predictions, self.likelihoods)
             for _ in range(self.scorer.parallelism if not self.scorer.inline else 0):
                 tg.start_soon(score, score_recv.clone(), self.scorer, dispatch.clone())
             if self.judges.concurrency:
@@ -183,7 +183,7 @@ class Pipeline:
                               store_send.clone())
             for _ in range(self.judges.concurrency):
                 tg.start_soon(judge_ask, ask_recv.clone(), self.judges, store_send.clone(),
-                              self.collector, progress.judge)
+                              self.collector, progress.judge, calls.verdicts)
             tg.start_soon(write_store, store_recv, self.store, store_buffer, calls.committed)
             for stream in (model_recv, score_send, score_recv, store_send, judge_send,
                            judge_recv, ask_send, ask_recv):

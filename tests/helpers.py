@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import harness
 from harness.testing.workloads import (  # noqa: F401  (re-exported for the tests)
     JUDGE_MODEL,
     JUDGE_TEMPLATE,
@@ -82,3 +83,15 @@ def count_stored(db: Path, *tables: str) -> int:
             con.close()
     except sqlite3.Error:
         return 0
+
+
+async def same_scores_and_a_free_rerun(report: Any, server: Any, cfg: Path, work: Path,
+                                       datasets: tuple[str, ...], concurrency: int) -> None:
+    """The ``datasets`` of ``report`` score alike, and the same run again sends
+    ``server`` no request and prints the same scores."""
+    scores = {d: report.result(d)["correct"] for d in datasets}
+    assert len(set(scores.values())) == 1, scores
+    server.reset()
+    rerun = await harness.evaluate(cfg, work_dir=work, concurrency=concurrency)
+    assert server.stats.total == 0
+    assert {d: rerun.result(d)["correct"] for d in datasets} == scores

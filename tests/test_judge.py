@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 
 import anyio
 import pytest
@@ -19,6 +20,7 @@ from .helpers import (
     expected_cascade,
     fake_judge,
     model_and_judge,
+    same_scores_and_a_free_rerun,
     write_arith,
     write_judge_config,
 )
@@ -511,3 +513,33 @@ async def test_each_judge_endpoint_gets_at_most_its_concurrency(data, tmp_path, 
     assert peak == {narrow: 2, wide: 6}
     assert report.result("arith")["judge_stats"]["requests"] == N
     assert report.result("arith-wide")["judge_stats"]["requests"] == N
+
+
+async def test_a_judge_prompt_two_datasets_share_is_asked_once_and_scored_alike(data,
+                                                                                tmp_path):
+    """Two cascades of the same requests and the same judge (one dataset scored two
+    ways): each rule failure's judge prompt is asked once, even from a judge whose
+    verdicts are random, so both datasets score one verdict, and a rerun with zero
+    requests prints the same numbers."""
+    coin = random.Random(7)
+
+    def responder(body):
+        if body["model"] == "judge-model":
+            return coin.choice("AB")
+        return model_and_judge(body)
+
+    async with FakeOpenAI(responder=responder) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="cascade",
+                                 judge={"concurrency": 16})
+        text = cfg.read_text().rstrip()
+        cfg.write_text(text + "\ndatasets.append(dict(datasets[0], abbr='arith-copy'))\n")
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=16)
+        failures = expected_cascade(N)["rule_failures"]
+        prompts = [r["messages"][-1]["content"] for r in judge_requests(srv)]
+        assert len(prompts) == len(set(prompts)) == failures
+        verdicts = {d: {r["index"]: r["llm_evaluation"]["verdict"]
+                        for r in details(tmp_path / "w", d) if "llm_evaluation" in r}
+                    for d in ("arith", "arith-copy")}
+        assert verdicts["arith"] == verdicts["arith-copy"]
+        await same_scores_and_a_free_rerun(report, srv, cfg, tmp_path / "w",
+                                           ("arith", "arith-copy"), 16)

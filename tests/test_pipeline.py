@@ -18,6 +18,7 @@ from .helpers import (
     arith_reply,
     expected_correct,
     model_cfg,
+    same_scores_and_a_free_rerun,
     write_arith,
     write_config,
 )
@@ -321,12 +322,8 @@ async def test_a_request_two_datasets_share_is_paid_once_and_scored_alike(tmp_pa
         first = {r["index"]: r["prediction"] for r in details(tmp_path / "w", dataset="first")}
         second = {r["index"]: r["prediction"] for r in details(tmp_path / "w", dataset="second")}
         assert first == second
-        scores = {d: report.result(d)["correct"] for d in ("first", "second")}
-        assert scores["first"] == scores["second"]
-        srv.reset()
-        rerun = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=32)
-        assert srv.stats.total == 0
-        assert {d: rerun.result(d)["correct"] for d in ("first", "second")} == scores
+        await same_scores_and_a_free_rerun(report, srv, cfg, tmp_path / "w",
+                                           ("first", "second"), 32)
 
 
 async def test_a_shared_request_whose_first_call_fails_is_asked_again_by_the_other(tmp_path):

@@ -1,61 +1,66 @@
-"""A prediction key asked at most once per run, however many samples share it.
+"""A request asked at most once per run, however many samples share it.
 
-Two samples share a prediction key when they send the same model the same request:
-one dataset scored two ways (rules only, and a cascade), or a benchmark with repeated
-questions. The read stage looks each batch up in the store before the model callers
-reach it, so a second sample queued while the first was still queued or in flight finds
-nothing stored and would be asked again: paid twice, and the second reply would replace
-the first in the store, so a rerun would score the first dataset from a reply it never
-saw. ``Calls`` makes the callers share: the second waits for the first's call and takes
-its reply; once the first is done, it takes that reply from memory until the store
-writer has committed it (``committed``), and from the store after.
+Two samples share a prediction key when they send the model the same request: one
+dataset scored two ways (rules only, and a cascade), or a benchmark with repeated
+questions; and then, in a cascade, the same judge prompt too. The read stage (and the
+judge's lookup) looks each batch up in the store before the callers reach it, so a
+second sample queued while the first was still queued or in flight finds nothing
+stored and would be asked again: paid twice, and each sample scored by a reply of its
+own while the store keeps one, so a rerun would score one of them from a reply it never
+saw. ``Shared`` makes the callers share: the second waits for the first's call and
+takes its result; once the first is done, it takes that result from memory until the
+store writer has committed it (``Calls.committed``), and from the store after.
 
 Which keys were asked is kept as bits (two per key, one MiB in all, whatever the run's
 size), so a key may look asked when it was not; that costs one store lookup before its
-call, never a wrong reply.
+call, never a wrong result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Generic, TypeVar
 
 import anyio
 
-from ..records import Completion, Sample, StoreWrite
+from ..records import Completion, StoreWrite, VerdictRecord
 from ..store import Store
 
-#: Bits of the table of asked keys (one MiB).
+T = TypeVar("T")
+
+#: Bits of a table of asked keys (one MiB).
 _BITS = 1 << 23
 _MASK = _BITS - 1
 
+#: What a prediction's samples share: its text, finish reason and reasoning.
+Reply = tuple[str | None, str | None, str | None]
 
-class _Waiter:
+
+class _Waiter(Generic[T]):
     """A sample waiting for the call another sample of the same key is making."""
 
-    __slots__ = ("event", "completion")
+    __slots__ = ("event", "result")
 
     def __init__(self) -> None:
         self.event = anyio.Event()
-        self.completion: Completion | None = None
+        self.result: T | None = None
 
 
-class Calls:
-    """The model calls of one run by prediction key (see the module docstring), shared by
-    every model caller of the run."""
+class Shared(Generic[T]):
+    """The calls of one kind (model or judge) by key, shared by every caller of the run;
+    ``stored`` reads a key's result from the store."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
+    def __init__(self, stored: Callable[[str], Awaitable[T | None]]) -> None:
+        self._stored = stored
         self._asked = bytearray(_BITS // 8)
         #: Key → the samples waiting for its call in flight (``None``: none yet).
-        self._in_flight: dict[str, list[_Waiter] | None] = {}
-        #: Key → its reply, from the call's end until the store writer commits it.
-        self._uncommitted: dict[str, Completion] = {}
+        self._in_flight: dict[str, list[_Waiter[T]] | None] = {}
+        #: Key → its result, from the call's end until the store writer commits it.
+        self._uncommitted: dict[str, T] = {}
 
-    async def reuse(self, sample: Sample) -> Completion | None:
-        """``sample``'s completion from a call this run already made for its key (waiting
-        for it while in flight), or ``None``: the caller asks the model, then calls
-        :meth:`finish`."""
-        key = sample.key
+    async def reuse(self, key: str) -> T | None:
+        """The result a call this run already made for ``key`` got (waiting for it while
+        in flight), or ``None``: the caller makes the call, then calls :meth:`finish`."""
         h = hash(key)
         first, second = h & _MASK, (h >> 23) & _MASK
         asked = self._asked
@@ -65,41 +70,56 @@ class Calls:
             self._in_flight[key] = None
             return None
         if key in self._in_flight:
-            waiter = _Waiter()
+            waiter: _Waiter[T] = _Waiter()
             waiters = self._in_flight[key]
             if waiters is None:
                 waiters = self._in_flight[key] = []
             waiters.append(waiter)
             await waiter.event.wait()
-            done = waiter.completion
-            if done is not None and done.status == "ok":
-                return Completion(sample, "ok", done.text, done.finish_reason, None, 0, 0, 0,
-                                  True, done.reasoning)
+            if waiter.result is not None:
+                return waiter.result
         elif (done := self._uncommitted.get(key)) is not None:
-            return Completion(sample, "ok", done.text, done.finish_reason, None, 0, 0, 0, True,
-                              done.reasoning)
-        else:
-            hit = (await self._store.lookup_predictions([key])).get(key)
-            if hit is not None:
-                return Completion(sample, "ok", hit[0], hit[1], None, hit[2], hit[3], 0, True,
-                                  hit[4])
-        # The first call failed, or the bits matched a key never asked: ask.
+            return done
+        elif (hit := await self._stored(key)) is not None:
+            return hit
+        # The first call got nothing usable, or the bits matched a key never asked.
         if key in self._in_flight:  # another waiter of a failed call asks first
-            return await self.reuse(sample)
+            return await self.reuse(key)
         self._in_flight[key] = None
         return None
 
-    def finish(self, key: str, completion: Completion | None) -> None:
-        """The call for ``key`` is over (``None``: it raised); its waiters take it."""
-        if completion is not None and completion.status == "ok":
-            self._uncommitted[key] = completion
+    def finish(self, key: str, result: T | None) -> None:
+        """The call for ``key`` is over with ``result`` (``None``: nothing the others can
+        use, such as a failure); its waiters take it."""
+        if result is not None:
+            self._uncommitted[key] = result
         for waiter in self._in_flight.pop(key, None) or ():
-            waiter.completion = completion
+            waiter.result = result
             waiter.event.set()
 
+    def committed(self, key: str) -> None:
+        """``key``'s result is in the store now."""
+        self._uncommitted.pop(key, None)
+
+
+class Calls:
+    """The run's shared model calls (``predictions``) and judge calls (``verdicts``)."""
+
+    def __init__(self, store: Store) -> None:
+        async def reply(key: str) -> Reply | None:
+            hit = (await store.lookup_predictions([key])).get(key)
+            return None if hit is None else (hit.text, hit.finish_reason, hit.reasoning)
+
+        async def verdict(key: str) -> VerdictRecord | None:
+            return (await store.lookup_verdicts([key])).get(key)
+
+        self.predictions: Shared[Reply] = Shared(reply)
+        self.verdicts: Shared[VerdictRecord] = Shared(verdict)
+
     def committed(self, batch: Iterable[StoreWrite]) -> None:
-        """The store writer committed ``batch``: its replies are read from the store now."""
-        if self._uncommitted:
-            for item in batch:
-                if isinstance(item, Completion):
-                    self._uncommitted.pop(item.sample.key, None)
+        """The store writer committed ``batch``: its results are read from the store now."""
+        for item in batch:
+            if isinstance(item, Completion):
+                self.predictions.committed(item.sample.key)
+            elif isinstance(item, VerdictRecord):
+                self.verdicts.committed(item.key)

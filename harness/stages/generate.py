@@ -26,7 +26,7 @@ from ..progress import Progress, StageCounts
 from ..records import Completion, ModelSpec, Sample, StoreWrite
 from ..retry import CallStats
 from ..store import Store
-from .calls import Calls
+from .calls import Reply, Shared
 from .score import ScoreOutlet
 from .streams import receive as next_item
 from .streams import send
@@ -140,10 +140,10 @@ class Likelihoods:
 
 async def generate(receive: ObjectReceiveStream[Sample], clients: ModelClients,
                    store_send: ObjectSendStream[StoreWrite], outlet: ScoreOutlet,
-                   progress: Progress, calls: Calls,
+                   progress: Progress, calls: Shared[Reply],
                    likelihoods: Likelihoods | None = None) -> None:
     """Samples in; each one's completion to ``store_send`` and to ``outlet``. A sample
-    whose key this run already asked for takes that reply instead (``Calls``)."""
+    whose key this run already asked for takes that reply instead (``calls``)."""
     counts = progress.model
     async with receive, store_send, outlet:
         while (sample := await next_item(receive)) is not None:
@@ -151,16 +151,20 @@ async def generate(receive: ObjectReceiveStream[Sample], clients: ModelClients,
                 await likelihoods.complete(sample, clients, store_send, outlet, counts,
                                            progress)
                 continue
-            shared = await calls.reuse(sample)
+            shared = await calls.reuse(sample.key)
             if shared is not None:
                 progress.cached += 1
-                await outlet.put(shared)
+                text, finish_reason, reasoning = shared
+                await outlet.put(Completion(sample, "ok", text, finish_reason, None, 0, 0, 0,
+                                            True, reasoning))
                 continue
-            completion = None
+            reply: Reply | None = None
             try:
                 completion = await _call(sample, clients, counts)
+                if completion.status == "ok":
+                    reply = (completion.text, completion.finish_reason, completion.reasoning)
             finally:
-                calls.finish(sample.key, completion)
+                calls.finish(sample.key, reply)
             await send(store_send, completion)
             await outlet.put(completion)
 

@@ -26,10 +26,11 @@ from ..evaluators.llm import GenericLLMEvaluator
 from ..judge.runner import JudgeEndpoint, JudgeRunner
 from ..judge.spec import JudgeSpec, judge_spec
 from ..keys import content_key
-from ..outcomes import judged_row
+from ..outcomes import FINAL_VERDICTS, judged_row
 from ..progress import Progress, StageCounts
-from ..records import JudgeRequest, JudgeTask, SampleResult, StoreWrite
+from ..records import JudgeRequest, JudgeTask, SampleResult, StoreWrite, VerdictRecord
 from ..store import Store
+from .calls import Shared
 from .collect import Collector
 from .streams import drain, send
 from .streams import receive as next_item
@@ -157,16 +158,29 @@ async def judge_lookup(receive: ObjectReceiveStream[JudgeTask], judges: Judges, 
 
 async def judge_ask(receive: ObjectReceiveStream[JudgeRequest], judges: Judges,
                     store_send: ObjectSendStream[StoreWrite], collect: Collector,
-                    counts: StageCounts) -> None:
-    """Ask the judge about each request; the verdict to the store, the result on."""
+                    counts: StageCounts, calls: Shared[VerdictRecord]) -> None:
+    """Ask the judge about each request; the verdict to the store, the result on. A
+    request whose verdict key this run already asked takes that verdict (``calls``)."""
     async with receive, store_send:
         while (request := await next_item(receive)) is not None:
             runner = judges.runners[request.task.result.dataset]
+            shared = await calls.reuse(request.key)
+            if shared is not None:
+                counts.done += 1
+                counts.reused += 1
+                verdict = replace(shared, cached=True, requests=0, prompt_tokens=0,
+                                  completion_tokens=0)
+                await _finish(request, runner.cached(request.task, verdict, request.messages),
+                              store_send, collect)
+                continue
             counts.in_flight += 1
+            final = None
             try:
                 result, fresh = await runner.ask(request.task, request.messages, request.key)
+                final = fresh if fresh.status in FINAL_VERDICTS else None
             finally:
                 counts.in_flight -= 1
+                calls.finish(request.key, final)
             counts.done += 1
             counts.failed += result.judge_status == "error"
             await send(store_send, fresh)
