@@ -58,17 +58,24 @@ class Shared(Generic[T]):
         #: Key → its result, from the call's end until the store writer commits it.
         self._uncommitted: dict[str, T] = {}
 
-    async def reuse(self, key: str) -> T | None:
-        """The result a call this run already made for ``key`` got (waiting for it while
-        in flight), or ``None``: the caller makes the call, then calls :meth:`finish`."""
+    def claim(self, key: str) -> bool:
+        """Whether ``key`` is asked for the first time this run (most keys): then the
+        caller makes the call and calls :meth:`finish`; otherwise it calls :meth:`reuse`.
+        Not a coroutine, so the common case costs no await."""
         h = hash(key)
         first, second = h & _MASK, (h >> 23) & _MASK
         asked = self._asked
-        if not (asked[first >> 3] >> (first & 7)) & (asked[second >> 3] >> (second & 7)) & 1:
-            asked[first >> 3] |= 1 << (first & 7)
-            asked[second >> 3] |= 1 << (second & 7)
-            self._in_flight[key] = None
-            return None
+        if (asked[first >> 3] >> (first & 7)) & (asked[second >> 3] >> (second & 7)) & 1:
+            return False
+        asked[first >> 3] |= 1 << (first & 7)
+        asked[second >> 3] |= 1 << (second & 7)
+        self._in_flight[key] = None
+        return True
+
+    async def reuse(self, key: str) -> T | None:
+        """For a key :meth:`claim` found asked: the result that call got (waiting for it
+        while in flight), or ``None``: the caller makes the call, then calls
+        :meth:`finish`."""
         if key in self._in_flight:
             waiter: _Waiter[T] = _Waiter()
             waiters = self._in_flight[key]

@@ -151,7 +151,7 @@ async def generate(receive: ObjectReceiveStream[Sample], clients: ModelClients,
                 await likelihoods.complete(sample, clients, store_send, outlet, counts,
                                            progress)
                 continue
-            shared = await calls.reuse(sample.key)
+            shared = None if calls.claim(sample.key) else await calls.reuse(sample.key)
             if shared is not None:
                 progress.cached += 1
                 text, finish_reason, reasoning = shared

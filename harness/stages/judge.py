@@ -164,7 +164,7 @@ async def judge_ask(receive: ObjectReceiveStream[JudgeRequest], judges: Judges,
     async with receive, store_send:
         while (request := await next_item(receive)) is not None:
             runner = judges.runners[request.task.result.dataset]
-            shared = await calls.reuse(request.key)
+            shared = None if calls.claim(request.key) else await calls.reuse(request.key)
             if shared is not None:
                 counts.done += 1
                 counts.reused += 1
