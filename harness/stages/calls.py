@@ -23,6 +23,7 @@ from typing import Generic, TypeVar
 
 import anyio
 
+from ..outcomes import FINAL_VERDICTS
 from ..records import Completion, StoreWrite, VerdictRecord
 from ..store import Store
 
@@ -124,9 +125,11 @@ class Calls:
         self.verdicts: Shared[VerdictRecord] = Shared(verdict)
 
     def committed(self, batch: Iterable[StoreWrite]) -> None:
-        """The store writer committed ``batch``: its results are read from the store now."""
+        """The store writer committed ``batch``: its results are read from the store now.
+        A failure's row holds no result: a retry's reply kept in memory stays there."""
         for item in batch:
             if isinstance(item, Completion):
-                self.predictions.committed(item.sample.key)
-            elif isinstance(item, VerdictRecord):
+                if item.status == "ok":
+                    self.predictions.committed(item.sample.key)
+            elif isinstance(item, VerdictRecord) and item.status in FINAL_VERDICTS:
                 self.verdicts.committed(item.key)
