@@ -10,6 +10,8 @@ import pytest
 
 import harness
 from harness.errors import ConfigError
+from harness.judge.spec import judge_spec
+from harness.stages.judge import strictest
 from harness.testing import FakeOpenAI, Fault, MockTransport, Reply
 from harness.transport import TRANSPORTS
 
@@ -543,3 +545,15 @@ async def test_a_judge_prompt_two_datasets_share_is_asked_once_and_scored_alike(
         assert verdicts["arith"] == verdicts["arith-copy"]
         await same_scores_and_a_free_rerun(report, srv, cfg, tmp_path / "w",
                                            ("arith", "arith-copy"), 16)
+
+
+def test_a_shared_judge_endpoint_takes_the_lowest_limits_the_datasets_set():
+    base = {"path": JUDGE_MODEL, "openai_api_base": "http://127.0.0.1:1/v1", "key": "k"}
+    explicit = judge_spec({**base, "concurrency": 64, "rpm": 600}, "a")
+    unset = judge_spec(dict(base), "b")  # no concurrency, rpm or tpm of its own
+    tight = judge_spec({**base, "concurrency": 16, "tpm": 9000}, "c")
+    shared = strictest([explicit, unset])
+    assert (shared.concurrency, shared.rpm, shared.tpm) == (64, 600, None)
+    shared = strictest([unset, explicit, tight])
+    assert (shared.concurrency, shared.rpm, shared.tpm) == (16, 600, 9000)
+    assert strictest([unset]).concurrency == unset.concurrency  # the default

@@ -62,11 +62,15 @@ class Judges:
         # Datasets judged by the same endpoint, model and key share one client, one pacer
         # and one set of counts: the provider's limits are the endpoint's, whatever each
         # dataset's config says, so the strictest limits any of them sets apply to all.
-        # Each runner keeps its own generation and re-ask settings. (The key is part of
-        # an in-memory dict key only, never stored.)
+        # Each runner keeps its own generation and re-ask settings; different attempt
+        # settings (timeouts, attempts, transport) keep their own clients. (The key is
+        # part of an in-memory dict key only, never stored.)
         groups: dict[str, list[str]] = {}
         for abbr, spec in specs.items():
-            ident = content_key("endpoint", id=spec.model.identity(), key=spec.model.api_key)
+            m = spec.model
+            ident = content_key("endpoint", id=m.identity(), key=m.api_key,
+                                attempts=[m.timeout, m.max_attempts, m.connect_timeout,
+                                          m.rate_limit_timeout, m.transport])
             groups.setdefault(ident, []).append(abbr)
         shared = {ident: strictest([specs[a] for a in abbrs]) for ident, abbrs in groups.items()}
         # One ``judge_ask`` task per slot of the largest endpoint: an endpoint with as
@@ -114,15 +118,18 @@ class Judges:
 
 
 def strictest(specs: list[JudgeSpec]) -> JudgeSpec:
-    """The first spec with the lowest concurrency and the lowest ``rpm`` and ``tpm`` any of
-    ``specs`` sets (one endpoint's limits, from each dataset that uses it)."""
+    """The first of ``specs`` (one endpoint's, from each dataset that uses it, alike in
+    all but their limits) with the lowest ``concurrency``, ``rpm`` and ``tpm`` any of them
+    sets (the default concurrency when none sets one)."""
     def lowest(values: list[float | None]) -> float | None:
         return min((v for v in values if v is not None), default=None)
 
     first = specs[0]
     model = replace(first.model, rpm=lowest([s.rpm for s in specs]),
                     tpm=lowest([s.tpm for s in specs]))
-    return replace(first, model=model, concurrency=min(s.concurrency for s in specs))
+    concurrency = lowest([s.model.concurrency for s in specs])
+    return replace(first, model=model,
+                   concurrency=int(concurrency) if concurrency else first.concurrency)
 
 
 async def _finish(request: JudgeRequest, result: SampleResult,
