@@ -39,6 +39,10 @@ GSM8K = [
     ("hedge-comma-maybe", "9 * 2 = 18. The answer is 18, maybe 20.", ""),
     ("hedge-after-hashes", "#### 18 or 20", ""),
     ("comma-then-more-text-is-no-hedge", "The answer is 18, as 9 * 2 = 18.", "18"),
+    ("comma-probably-number-in-prose", "The answer is 18, probably 2 more than last week.",
+     "18"),
+    ("hashes-then-conversion", "#### 18 dollars (or 1800 cents)", "18"),
+    ("hashes-then-other-unit", "#### 300 minutes, or 5 hours", "300"),
     ("just-kidding-retracts", "The answer is 18. Just kidding, it is 20.", "20"),
     # empty / truncated
     ("empty", "", ""),

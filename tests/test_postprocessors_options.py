@@ -78,6 +78,9 @@ FIRST_OPTION = [
     ("hedge-parenthetical-or-parenthesized", "So the answer is (B) (or (A)).", ""),
     ("comma-then-text-is-not-hedge", "The answer is (A), the red book.", "A"),
     ("comma-then-rejected-is-not-hedge", "The answer is B, C is wrong.", "B"),
+    ("comma-then-rejected-pair", "The answer is (C), (A) and (B) are both wrong.", "C"),
+    ("comma-then-rejected-list", "Answer: B, A and C are incorrect.", "B"),
+    ("comma-then-list-that-fails", "The best choice is D, A, B and C all fail the test.", "D"),
     ("two-answers-no-correction", "The answer is (A).\nThe answer is (C).", ""),
     ("same-answer-twice", "The answer is (C). So again, the answer is (C).", "C"),
     ("options-list-only", "A. 12\nB. 14\nC. 16\nD. 18", ""),
@@ -92,6 +95,13 @@ FIRST_OPTION = [
     ("wait-actually-confirms", "The answer is (B). Wait, actually (B) is right.", "B"),
     ("retraction-with-two-letters-is-no-answer",
      "The answer is (B). Wait, actually it is (A) or (C).", ""),
+    ("recheck-mentioning-another-is-no-retraction",
+     "The answer is B.\n\nHmm, actually (A) might look tempting, but it ignores friction.", "B"),
+    ("double-check-of-another-is-no-retraction",
+     "Answer: B\nWait, actually let me double-check option A: it ignores friction.", "B"),
+    ("aside-naming-another-is-no-retraction",
+     "The answer is B. Actually, this is a well-known result (see A).", "B"),
+    ("make-that", "The answer is (B). Oops, make that C.", "C"),
     ("hypothetical-then-answer",
      "Let me check whether the answer is A: no, since 3 > 2. So the answer is C.", "C"),
     ("negated-statement", "I don't think the answer is A. The answer is B.", "B"),
@@ -128,9 +138,12 @@ def test_first_option_pronoun_i_is_not_option_i() -> None:
 
 
 def test_a_letter_starting_words_after_a_comma_is_no_list() -> None:
-    # With options up to J, "I think" after a comma is the pronoun, not option I.
-    reply = "The answer is (A), I think."
-    assert first_option_postprocess(reply, options="ABCDEFGHIJ") == "A"
+    # With options up to J, "I think" after a comma is the pronoun, not option I; nor
+    # is "I and III" a list of options, nor "E. coli" option E.
+    for reply, letter in [("The answer is (A), I think.", "A"),
+                          ("The answer is C, I and III are both true.", "C"),
+                          ("The answer is (D), E. coli lacks a nucleus.", "D")]:
+        assert first_option_postprocess(reply, options="ABCDEFGHIJ") == letter
 
 
 def test_first_option_letter_i_counts_when_stated() -> None:

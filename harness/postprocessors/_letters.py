@@ -89,6 +89,7 @@ def _patterns(options: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Patter
         re.MULTILINE,
     )
     maybe = r"(?i:possibly|maybe|perhaps|probably)\s+"
+    item = rf"[(\[]?{L}[)\]]?(?![\w'])"
     hedge = re.compile(
         rf"(?<![\w'])[(\[]?(?P<x>{L})[)\]]?\s*(?:"
         # "B or C", "A and B", "A/B", "A (or B)", "A or maybe B"
@@ -96,8 +97,10 @@ def _patterns(options: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Patter
         rf"(?:(?i:option|choice)s?\s+)?[(\[]?(?P<y>{L})[)\]]?(?![\w'])"
         # "A, maybe B"
         rf"|,\s*{maybe}[(\[]?(?P<y2>{L})[)\]]?(?![\w'])"
-        # a list: "A, C.", "(A), (B), or (C)" (not "A, I think": a letter ends the list)
-        rf"|,\s*[(\[]?(?P<y3>{L})[)\]]?(?=\s*(?:[,.;!?]|(?i:or|and)\b|$)))"
+        # a list ending its sentence: "A, C.", "(A), (B), or (C)." (not "(C), (A) and (B)
+        # are wrong", "A, I think" or "(D), E. coli …")
+        rf"|,\s*[(\[]?(?P<y3>{L})[)\]]?(?![\w'])"
+        rf"(?=(?:\s*,?\s*(?:(?i:or|and)\s+)?{item})*\s*(?:[.;!?](?!\S)(?!\s+[a-z])|$)))"
     )
     return statement, token, hedge
 
@@ -137,19 +140,29 @@ def statements(text: str, options: str) -> list[Candidate]:
     return found
 
 
+# What a change of mind may say besides the new option: "Just kidding, it is (A).",
+# "Wait, actually it's (A)", "Oops, make that C". Anything more ("Hmm, actually (A) might
+# look tempting, but …") is a re-check, not a new answer.
+_RESTATED = compile_lazily(
+    r"[\s,.!…-]*(?:(?i:so|then|no)[\s,]+)?"
+    r"(?:(?i:it|that)(?:'s|’s|\s+is|\s+should\s+be|\s+must\s+be|\s+has\s+to\s+be)"
+    r"|(?i:make\s+(?:it|that)|I\s+(?:choose|pick|mean)))?\s*"
+    r"(?:(?i:option|choice)\s+)?[(\[]?(?P<letter>[A-Z])[)\]]?"
+    r"(?:\s*(?:,|/|(?i:or|and))\s*[(\[]?(?P<other>[A-Z])[)\]]?)?[ \t]*[.!]?[ \t]*")
+
+
 def _retractions(text: str, stated: list[Candidate], options: str) -> list[Candidate]:
-    """After an answer statement, a visible change of mind that names one option on the
-    rest of its line and states no answer there itself ("Just kidding, it is (A)",
-    "Wait, actually it's (A)"): the new answer, as a correction of the earlier one."""
+    """After an answer statement, a visible change of mind whose sentence only names an
+    option ("Just kidding, it is (A).", "Wait, actually it's (A)"): the new answer, as a
+    correction of the earlier one (a hedge when it names two)."""
     found = []
     for m in RETRACTION.finditer(text, stated[0].start):
-        end = m.end() + len(span_after(text, m.end(), LINE_END))
-        if any(m.end() <= c.start < end for c in stated):
-            continue  # "Wait, actually the answer is (A)": the statement speaks for itself
-        letters = {value(t, text, options) for t in tokens(text[:end], options)
-                   if t.start >= m.end()}
-        if len(letters) == 1:
-            found.append(Candidate(m.start(), end, letters.pop()))
+        rest = span_after(text, m.end(), LINE_END)
+        restated = _RESTATED.fullmatch(rest)
+        if restated and restated.group("letter") in options:
+            letter, other = restated.group("letter", "other")
+            found.append(Candidate(m.start(), m.end() + len(rest),
+                                   HEDGE if other and other != letter else letter))
     return found
 
 

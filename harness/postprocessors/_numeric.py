@@ -110,8 +110,11 @@ _ASIDE = compile_lazily(r"\([^()]*\)")
 NEGATED = compile_lazily(r"(?:\b(?:not|instead\s+of|rather\s+than|nor)|n't)\s+\$?-?\d[\d.,/]*",
                          re.IGNORECASE)
 """A number named only to be rejected: "not 20", "rather than 20", "isn't 20"."""
-_OR = compile_lazily(r"(?:[\s(]or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?"
-                     r"|,\s*(?:maybe|perhaps|possibly|probably)\s+)\$?(?=-?\.?\d)",
+_OR = compile_lazily(r"(?:[\s(]or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?\$?(?=-?\.?\d)"
+                     # "18, maybe 20." (the number ends its sentence: not "18, probably 2
+                     # more than last week")
+                     r"|,\s*(?:maybe|perhaps|possibly|probably)\s+\$?"
+                     r"(?=-?\.?\d[\d,.]*\s*(?:[.;!?)](?!\d)|$)))",
                      re.IGNORECASE)
 
 

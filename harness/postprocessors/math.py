@@ -131,20 +131,31 @@ _JOINED = compile_lazily(
     r"(?:\s|\$|\\\(|\\\)|\\quad|\\qquad|,|;|&|\\text\{\s*(?:and|,)\s*\}|\band\b"
     r"|[A-Za-z](?:_\{?\w+\}?)?\s*=)*")
 _OR = compile_lazily(r"\bor\b|\\text\{\s*or\s*\}|\\vee\b")
-# An answer followed by a second one offered as likely too ("$\frac56$, maybe $\frac25$").
+# An answer followed by a second one offered as likely too ("$\frac56$, maybe $\frac25$."),
+# math or a number that ends the sentence (not "probably (as symmetry suggests)" or
+# "perhaps 12 is the smallest such value").
 _MAYBE = compile_lazily(
-    r"\s*\$?\s*,\s*(?:maybe|perhaps|possibly|probably)\s+\$?\s*[-\d\\(.]", re.IGNORECASE)
+    r"\s*\$?\s*,\s*(?:maybe|perhaps|possibly|probably)\s+"
+    r"(?P<other>\$[^$]+\$|\\\(.+?\\\)|-?\.?\d[\d,.]*)\s*(?:[.;!?](?!\d)|$)",
+    re.IGNORECASE)
+
+
+def _offers_another(text: str, pos: int, value: str) -> bool:
+    """Whether ``value``, ending at ``pos`` in ``text``, is followed by a different one
+    offered as likely too ("…, maybe $\frac25$."): a hedge."""
+    m = _MAYBE.match(text, pos)
+    return m is not None and not same_latex(_clean(_MATH_DELIMS.sub("", m["other"])), value)
 
 
 def _answer_value(span: str) -> Any:
     """The answer a prose statement gives ("$\\frac34$, since …" → ``\\frac34``),
     HEDGE for "2 or 3", or None when the statement is prose, not an answer."""
-    if _MAYBE.search(span):
+    cut = _REASON.split(span, maxsplit=1)[0]
+    if _OR.search(cut):
         return HEDGE
-    span = _REASON.split(span, maxsplit=1)[0]
-    if _OR.search(span):
+    value = _clean(_MATH_DELIMS.sub("", cut))
+    if value and _offers_another(span, len(cut.rstrip(" $")), value):
         return HEDGE
-    value = _clean(_MATH_DELIMS.sub("", span))
     if "\\boxed" in value or value.count("{") != value.count("}"):
         return None  # a box left open: the reply was cut off
     if not value or len(value) > 120 or _JUDGEMENT.fullmatch(value) or len(_PROSE_WORD.findall(
@@ -178,7 +189,9 @@ def _box_answers(reply: str, boxes: list[tuple[int, int, str]]) -> list[Candidat
     for start, end, content in boxes:
         if _PLACEHOLDER.fullmatch(content):
             continue
-        value = HEDGE if _MAYBE.match(reply, end) else _clean(content)
+        value = _clean(content)
+        if _offers_another(reply, end, value):
+            value = HEDGE
         final = box_rank(reply, start, end)
         if cands:
             prev = cands[-1]

@@ -66,6 +66,9 @@ _CHECK_LINE = compile_lazily(
 _SENTENCE_CLOSE = ".!?。)*"
 _CHECK_FINDS_ERROR = compile_lazily(
     r"(?i:\b(?:mistake|error|wrong|incorrect|actually|oops)\b|[✗✘❌])")
+# A number offered with another right after it: "18 or 20", "$18 or maybe $20".
+_NUMBER_OR_NUMBER = compile_lazily(r"[ \t$]*-?[\d.,]+[ \t]+or[ \t]+(?:maybe[ \t]+)?\$?-?\.?\d",
+                                   re.IGNORECASE)
 # Filler allowed between a cue and its number: "the answer is approximately $18".
 _LEAD_IN = compile_lazily(
     r"[\s:$*({\\]*(?:(?:about|approximately|roughly|exactly|only|just|=)\s*[$*]*\s*)?-?\.?\d"
@@ -90,8 +93,10 @@ def _statements(text: str) -> list[Candidate]:
     found = []
     for m in _HASHES.finditer(text):
         end = m.end() + len(span_after(text, m.end(), LINE_END))
-        found.append((m.start(), end, _cue_value(text[m.end():end]),
-                      rank(text, m.start(), end, DECLARED)))
+        span = text[m.end():end]
+        # "#### 18 or 20" hedges; "#### 18 dollars (or 1800 cents)" converts.
+        value = HEDGE if _NUMBER_OR_NUMBER.match(span) and hedged(span) else span_value(span)
+        found.append((m.start(), end, value, rank(text, m.start(), end, DECLARED)))
     for start, end, content in find_boxed(text):
         found.append((start, end, span_value(content), box_rank(text, start, end)))
     cues = _CUE.finditer(text) if may_match(text, _CUE_WORDS) else ()
