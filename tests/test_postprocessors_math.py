@@ -53,6 +53,11 @@ MATH = [
     ("box-then-possibly-number-in-prose",
      r"$\boxed{4}$, possibly 2 hours later the tank is full.", "4"),
     ("box-then-maybe-the-same", r"So $\boxed{5}$, maybe $5$.", "5"),
+    ("box-then-or-another-number", r"The answer is $\boxed{\frac{5}{6}}$ (or $\frac{2}{5}$).", ""),
+    ("box-then-or-the-same-number", r"The answer is $\boxed{\frac{1}{2}}$ (or $0.5$).",
+     r"\frac{1}{2}"),
+    ("box-then-or-an-expression-is-not-compared",
+     r"The answer is $\boxed{\frac{\sqrt{2}}{2}}$ (or $\sqrt{2}/2$).", r"\frac{\sqrt{2}}{2}"),
     ("just-kidding-retracts", r"$\boxed{\frac{5}{6}}$. Just kidding, it is $\frac{2}{5}$.",
      r"\frac{2}{5}"),
     # empty / truncated

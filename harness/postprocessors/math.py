@@ -140,11 +140,26 @@ _MAYBE = compile_lazily(
     re.IGNORECASE)
 
 
+# A number followed by another in parentheses: "$\frac56$ (or $\frac25$)".
+_OR_ALSO = compile_lazily(
+    r"\s*\$?\s*\(\s*or\s+(?P<other>\$[^$]+\$|\\\(.+?\\\)|-?\.?\d[\d,./]*)\s*\)",
+    re.IGNORECASE)
+
+
 def _offers_another(text: str, pos: int, value: str) -> bool:
     """Whether ``value``, ending at ``pos`` in ``text``, is followed by a different one
-    offered as likely too ("…, maybe $\frac25$."): a hedge."""
+    offered as likely too ("…, maybe $\frac25$."), or is a number followed by a different
+    number in parentheses ("$\frac56$ (or $\frac25$)"; "(or $0.5$)" after ``\frac12``
+    restates it, and richer expressions are not compared): a hedge."""
     m = _MAYBE.match(text, pos)
-    return m is not None and not same_latex(_clean(_MATH_DELIMS.sub("", m["other"])), value)
+    if m is not None:
+        return not same_latex(_clean(_MATH_DELIMS.sub("", m["other"])), value)
+    m = _OR_ALSO.match(text, pos)
+    if m is None:
+        return False
+    other = _clean(_MATH_DELIMS.sub("", m["other"]))
+    return _as_fraction(value) is not None and _as_fraction(other) is not None \
+        and not same_latex(other, value)
 
 
 def _answer_value(span: str) -> Any:
