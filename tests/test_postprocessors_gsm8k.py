@@ -42,6 +42,9 @@ GSM8K = [
     ("comma-probably-number-in-prose", "The answer is 18, probably 2 more than last week.",
      "18"),
     ("hashes-then-conversion", "#### 18 dollars (or 1800 cents)", "18"),
+    ("hedge-also-plausible", "The answer is 18; 20 is also plausible.", ""),
+    ("same-number-also-correct", "The answer is 18; 18 is also correct.", "18"),
+    ("another-number-described", "The answer is 18; 20 is the number of eggs before.", "18"),
     ("hashes-then-other-unit", "#### 300 minutes, or 5 hours", "300"),
     ("just-kidding-retracts", "The answer is 18. Just kidding, it is 20.", "20"),
     # empty / truncated

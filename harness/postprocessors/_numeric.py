@@ -114,7 +114,10 @@ _OR = compile_lazily(r"(?:[\s(]or\s+(?:maybe\s+|perhaps\s+|possibly\s+)?\$?(?=-?
                      # "18, maybe 20." (the number ends its sentence: not "18, probably 2
                      # more than last week")
                      r"|,\s*(?:maybe|perhaps|possibly|probably)\s+\$?"
-                     r"(?=-?\.?\d[\d,.]*\s*(?:[.;!?)](?!\d)|$)))",
+                     r"(?=-?\.?\d[\d,.]*\s*(?:[.;!?)](?!\d)|$))"
+                     # "18; 20 is also plausible"
+                     r"|[,;]\s*\$?(?=-?\.?\d[\d,.]*\s+(?:is|would\s+be|could\s+be|might\s+be)"
+                     r"\s+(?:also|equally)\s+(?:plausible|possible|likely|correct|right|valid)))",
                      re.IGNORECASE)
 
 
