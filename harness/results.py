@@ -289,7 +289,8 @@ def replica_metrics(per_sample: dict[int, list[int]], per_replica: dict[int, lis
     mean correctness, or its pass@k estimate), since replicas of one sample are not
     independent.
     """
-    rates = [100.0 * c / n for n, c in per_replica.values() if n]
+    # In replica order, whatever order the replicas' results arrived in.
+    rates = [100.0 * c / n for _, (n, c) in sorted(per_replica.items()) if n]
     mean = sum(rates) / len(rates) if rates else 0.0
     se = (math.sqrt(sum((r - mean) ** 2 for r in rates) / (len(rates) - 1) / len(rates))
           if len(rates) > 1 else 0.0)

@@ -46,6 +46,13 @@ def test_replica_metrics():
     assert m["pass_at_k"]["pass@2"] == pytest.approx(200 / 3)
 
 
+def test_replica_accuracy_is_in_replica_order_whatever_order_results_arrived_in():
+    per_sample = {0: [3, 1], 1: [3, 1]}
+    per_replica = {2: [2, 0], 1: [2, 0], 0: [2, 2]}  # replica 2's first result came first
+    m = replica_metrics(per_sample, per_replica, 3)
+    assert m["replica_accuracy"] == [100.0, 0.0, 0.0]
+
+
 async def test_replica_run_reports_avg_and_pass_at_k(tmp_path):
     data = write_arith(tmp_path / "a.jsonl", 6)
     calls = {}
