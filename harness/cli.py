@@ -63,9 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--rule-workers", type=_positive(int, "MAX_RULE_WORKERS"),
                      metavar="N", help="worker processes for rule checks that need them "
                      "(math-verify; default: one per core, at most 256)")
-    run.add_argument("--reuse", action="store_true",
-                     help="accepted for OpenCompass compatibility: stored predictions "
-                     "are always reused")
+    run.add_argument("--reuse", nargs="?", const="latest", metavar="TIMESTAMP",
+                     help="accepted for OpenCompass compatibility, with or without its "
+                     "timestamp: every prediction and verdict stored in the work "
+                     "directory is always reused")
     run.add_argument("--dump-eval-details", dest="dump_details", action="store_true",
                      default=True, help="write per-sample details (default: on)")
     run.add_argument("--no-dump-eval-details", dest="dump_details", action="store_false")

@@ -194,3 +194,23 @@ async def test_models_sharing_an_abbr_are_each_evaluated_under_a_free_name(tmp_p
                for m in ("m", "m-3", "m-2")}
     assert correct == {"m": 8, "m-3": 4, "m-2": 0}
     assert "two models share the abbr 'm'" in result.stderr.decode()
+
+
+@pytest.mark.parametrize("reuse", [["--reuse"], ["--reuse", "20250101_120000"],
+                                   ["--reuse", "latest"]])
+async def test_the_opencompass_reuse_command_reruns_from_the_store(tmp_path, reuse):
+    """OpenCompass's `--reuse [TIMESTAMP] --mode eval` ports as written: harness reuses
+    everything stored in the work directory, so the rerun sends no request."""
+    data = write_arith(tmp_path / "a.jsonl", 6)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    async with FakeOpenAI(responder=arith_reply) as srv:
+        base = cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--model-base-url",
+                   srv.base_url, "--model", "fake-model")
+        first = await anyio.run_process(base, env=env(), check=False)
+        assert first.returncode == 0, first.stderr.decode()
+        srv.reset()
+        again = await anyio.run_process([*base, *reuse, "--mode", "eval"], env=env(),
+                                        check=False)
+    assert again.returncode == 0, again.stderr.decode()
+    assert srv.stats.total == 0
+    assert f"{100 * expected_correct(6) / 6:.2f}" in again.stdout.decode()
