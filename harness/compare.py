@@ -15,6 +15,11 @@ normal (Wald) interval it stays within ±100 points and keeps its coverage when 
 samples changed or an accuracy is near 0 or 100%. Numbers are in percentage points; no
 samples in common, no interval (``None``).
 
+**With replicas** (several rows of one sample), the rows are not independent: the
+interval is then over samples, the normal interval of the mean per-sample difference
+(each sample's B accuracy less its A accuracy over its paired replicas), as accuracy's
+own interval is over samples.
+
 **Any other metric** (a result whose ``primary_metric`` is BLEU, EM, F1 …) gets a paired
 bootstrap interval of B − A for every metric of its evaluator
 (``harness.metrics.paired``), under ``"metrics"``; the verdict counts above are kept
@@ -97,14 +102,32 @@ def compare_verdicts(a: dict[tuple[Any, Any], tuple[Any, bool]],
             changed.append({"index": key[0], "replica": key[1], "a_pred": pred_a,
                             "a_correct": ok_a, "b_pred": pred_b, "b_correct": ok_b})
     n = len(keys)
+    by_sample: dict[Any, list[int]] = {}
+    for key in keys:
+        by_sample.setdefault(key[0], []).append(b[key][1] - a[key][1])
+    replicated = len(by_sample) < n
     return {
         "paired": n, "unmatched_a": len(a) - n, "unmatched_b": len(b) - n,
         "fixed": fixed, "broken": broken, "unchanged": n - fixed - broken,
         "accuracy_a": 100 * correct_a / n if n else None,
         "accuracy_b": 100 * correct_b / n if n else None,
         "difference": 100 * (fixed - broken) / n if n else None,
-        "ci95": paired_interval(fixed, broken, correct_a - broken, n), "changed": changed,
+        "ci95": (clustered_interval([sum(d) / len(d) for d in by_sample.values()])
+                 if replicated else paired_interval(fixed, broken, correct_a - broken, n)),
+        "changed": changed,
     }
+
+
+def clustered_interval(differences: list[float], z: float = 1.959963984540054
+                       ) -> list[float] | None:
+    """95% normal interval, in points, of the mean of per-sample differences (each in
+    [-1, 1]), for runs with replicas (see above); ``None`` below two samples."""
+    m = len(differences)
+    if m < 2:
+        return None
+    mean = sum(differences) / m
+    half = z * math.sqrt(sum((d - mean) ** 2 for d in differences) / (m - 1) / m)
+    return [round(100 * max(-1.0, mean - half), 4), round(100 * min(1.0, mean + half), 4)]
 
 
 def compare_dirs(work_a: str | Path, work_b: str | Path) -> dict[str, Any]:

@@ -15,7 +15,13 @@ import anyio
 import pytest
 
 import harness
-from harness.compare import compare_dirs, compare_verdicts, format_text, paired_interval
+from harness.compare import (
+    clustered_interval,
+    compare_dirs,
+    compare_verdicts,
+    format_text,
+    paired_interval,
+)
 from harness.errors import WorkDirError
 from harness.testing import FakeOpenAI
 
@@ -203,3 +209,21 @@ async def test_cli_help_shows_a_plain_percent_sign():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     result = await anyio.run_process(cli("compare", "--help"), env=env, check=False)
     assert b"95%" in result.stdout and b"%%" not in result.stdout
+
+
+def test_with_replicas_the_interval_is_over_samples_not_rows():
+    """Twelve samples, two replicas each that always agree: 2 fixed, 4 broken, 6 right in
+    both. Counting the 24 rows as independent samples narrows the interval; it is taken
+    over the 12 samples instead."""
+    a: dict = {}
+    b: dict = {}
+    for i, (ok_a, ok_b) in enumerate([(False, True)] * 2 + [(True, False)] * 4
+                                     + [(True, True)] * 6):
+        for replica in (0, 1):
+            a[(i, replica)], b[(i, replica)] = ("x", ok_a), ("y", ok_b)
+    result = compare_verdicts(a, b)
+    assert result["paired"] == 24 and result["difference"] == pytest.approx(-100 / 6)
+    low, high = result["ci95"]
+    assert [low, high] == clustered_interval([1.0] * 2 + [-1.0] * 4 + [0.0] * 6)
+    rows_low, rows_high = paired_interval(fixed=4, broken=8, both=12, n=24)
+    assert high - low > rows_high - rows_low
