@@ -258,18 +258,19 @@ class Accumulator:
 
         ``total_samples`` and ``rule_*`` count every sample the rule layer decided;
         ``llm_evaluated`` counts samples the judge was asked about (cached verdicts
-        included); ``llm_accuracy`` is over the readable verdicts among them;
-        ``final_accuracy`` is ``None`` while samples are pending.
+        included); ``llm_accuracy`` is over the verdicts the judge gave, an unreadable one
+        counting as not correct (as the seed treats a paragraph) and a failed call left
+        out (pending); ``final_accuracy`` is ``None`` while samples are pending.
         """
         pct = lambda a, b: 100.0 * a / b if b else 0.0  # noqa: E731
-        readable = self.llm_evaluated - self.unparsed - self.judge_errors
+        answered = self.llm_evaluated - self.judge_errors
         rule_total = self.rule_scored if self.judge_mode != "judge" else self.scored
         pending = self.total - self.scored
         return {
             "total_samples": rule_total, "rule_correct": self.rule_correct,
             "rule_accuracy": pct(self.rule_correct, rule_total),
             "llm_evaluated": self.llm_evaluated, "llm_correct": self.llm_correct,
-            "llm_accuracy": pct(self.llm_correct, readable),
+            "llm_accuracy": pct(self.llm_correct, answered),
             "final_correct": self.correct,
             "final_accuracy": pct(self.correct, self.total) if not pending else None,
             "parallel_mode": self.judge_mode == "parallel",

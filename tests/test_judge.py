@@ -181,6 +181,27 @@ async def test_still_unreadable_verdict_is_counted_and_keeps_the_rule_verdict(da
     assert row["llm_evaluation"]["status"] == "unparsed"
 
 
+async def test_llm_accuracy_counts_an_unreadable_verdict_as_not_correct(data, tmp_path):
+    """As the seed says, a paragraph from the judge is treated as incorrect: llm_accuracy
+    is llm_correct over the verdicts the judge gave, unreadable ones included."""
+    def judge(body):
+        if body["model"] != "judge-model":
+            return model_and_judge(body)
+        gold = int(body["messages"][0]["content"].split("Gold: ")[1].split()[0])
+        # Half the samples the judge would rescue (a % 8 == 1) get a paragraph instead.
+        return "It looks right to me, broadly." if gold % 16 == 3 else fake_judge(body)
+
+    async with FakeOpenAI(responder=judge) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="cascade",
+                                 judge={"max_reasks": 0})
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    stats = report.result("arith")["cascade_stats"]
+    assert stats["unparsed"] > 0 and stats["llm_correct"] > 0
+    assert stats["llm_evaluated"] == expected_cascade(N)["rule_failures"]
+    assert stats["llm_accuracy"] == pytest.approx(
+        100 * stats["llm_correct"] / stats["llm_evaluated"])
+
+
 async def test_judge_only_unparsed_is_not_scored(data, tmp_path):
     def judge(body):
         return "I think it is fine." if body["model"] == "judge-model" else model_and_judge(body)
