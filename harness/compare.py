@@ -42,7 +42,7 @@ from .errors import HarnessError
 from .paths import details_path
 from .records import SCORED_STATUSES
 from .report.workdir import iter_details, load_summaries
-from .results import wilson_bounds
+from .results import mean_interval, wilson_bounds
 from .summary import PRIMARY_METRIC, ResultSummary
 
 _PRED_CHARS = 200
@@ -118,16 +118,12 @@ def compare_verdicts(a: dict[tuple[Any, Any], tuple[Any, bool]],
     }
 
 
-def clustered_interval(differences: list[float], z: float = 1.959963984540054
-                       ) -> list[float] | None:
+def clustered_interval(differences: list[float]) -> list[float] | None:
     """95% normal interval, in points, of the mean of per-sample differences (each in
     [-1, 1]), for runs with replicas (see above); ``None`` below two samples."""
-    m = len(differences)
-    if m < 2:
+    if len(differences) < 2:
         return None
-    mean = sum(differences) / m
-    half = z * math.sqrt(sum((d - mean) ** 2 for d in differences) / (m - 1) / m)
-    return [round(100 * max(-1.0, mean - half), 4), round(100 * min(1.0, mean + half), 4)]
+    return mean_interval(differences, lowest=-1.0, digits=4)
 
 
 def compare_dirs(work_a: str | Path, work_b: str | Path) -> dict[str, Any]:

@@ -319,15 +319,18 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
-def mean_interval(values: list[float], z: float = 1.959963984540054) -> list[float] | None:
-    """Normal 95% interval for the mean of per-sample values in [0, 1], in percent."""
+def mean_interval(values: list[float], z: float = 1.959963984540054, lowest: float = 0.0,
+                  digits: int = 2) -> list[float] | None:
+    """Normal 95% interval for the mean of per-sample values in [``lowest``, 1] (a
+    difference of two: ``lowest=-1``), in percent, rounded to ``digits``."""
     if not values:
         return None
     n = len(values)
     mean = sum(values) / n
     var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
     half = z * math.sqrt(var / n)
-    return [round(100 * max(0.0, mean - half), 2), round(100 * min(1.0, mean + half), 2)]
+    return [round(100 * max(lowest, mean - half), digits),
+            round(100 * min(1.0, mean + half), digits)]
 
 
 def wilson_bounds(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

@@ -35,7 +35,7 @@ async def test_a_second_sample_waits_for_the_first_call_and_takes_its_reply():
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(second)
-        await anyio.sleep(0.01)  # the second is waiting on the call in flight
+        await anyio.wait_all_tasks_blocked()  # the second waits on the call in flight
         assert got == []
         calls.finish("K", ("18", "stop", None))
     assert got == [("18", "stop", None)]

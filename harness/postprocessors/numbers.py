@@ -55,8 +55,7 @@ _CUE = compile_lazily(
 _CUE_WORDS = ("answer", *FOREIGN_CUE_WORDS)
 # Words each RETRACTION alternative needs (see may_match).
 _RETRACT_WORDS = ("wait", "hmm", "hold", "oh", "correction", "oops", "scratch", "kidding",
-                  "second",
-                  "made", "wrong", "actually")
+                  "second", "made", "wrong", "actually")
 # Verification the model adds after working out its answer; its numbers are not answers.
 _CHECK_LINE = compile_lazily(
     r"(?im)^[ \t\W]*(?:check|verify|verification|sanity\s+check|double[- ]check\w*"

@@ -140,6 +140,16 @@ async def _finish(request: JudgeRequest, result: SampleResult,
     await collect.add(result)
 
 
+async def _reuse(request: JudgeRequest, verdict: VerdictRecord, runner: JudgeRunner,
+                 counts: StageCounts, store_send: ObjectSendStream[StoreWrite],
+                 collect: Collector) -> None:
+    """Finish a request with a verdict already paid for (stored, or shared in this run)."""
+    counts.done += 1
+    counts.reused += 1
+    await _finish(request, runner.cached(request.task, verdict, request.messages),
+                  store_send, collect)
+
+
 async def judge_lookup(receive: ObjectReceiveStream[JudgeTask], judges: Judges, store: Store,
                        batch_size: int, ask_send: ObjectSendStream[JudgeRequest],
                        collect: Collector, counts: StageCounts,
@@ -154,11 +164,8 @@ async def judge_lookup(receive: ObjectReceiveStream[JudgeTask], judges: Judges, 
             for request in requests:
                 verdict = stored.get(request.key)
                 if verdict is not None:
-                    counts.done += 1
-                    counts.reused += 1
-                    runner = judges.runners[request.task.result.dataset]
-                    await _finish(request, runner.cached(request.task, verdict,
-                                                         request.messages), store_send, collect)
+                    await _reuse(request, verdict, judges.runners[request.task.result.dataset],
+                                 counts, store_send, collect)
                 else:
                     await send(ask_send, request)
 
@@ -173,12 +180,9 @@ async def judge_ask(receive: ObjectReceiveStream[JudgeRequest], judges: Judges,
             runner = judges.runners[request.task.result.dataset]
             shared = None if calls.claim(request.key) else await calls.reuse(request.key)
             if shared is not None:
-                counts.done += 1
-                counts.reused += 1
-                verdict = replace(shared, cached=True, requests=0, prompt_tokens=0,
-                                  completion_tokens=0)
-                await _finish(request, runner.cached(request.task, verdict, request.messages),
-                              store_send, collect)
+                await _reuse(request, replace(shared, cached=True, requests=0,
+                                              prompt_tokens=0, completion_tokens=0),
+                             runner, counts, store_send, collect)
                 continue
             counts.in_flight += 1
             final = None
