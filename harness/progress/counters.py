@@ -62,7 +62,8 @@ class Progress:
     total: int | None = None
     #: Model calls: ``done``/``failed`` are requests made by this run.
     model: StageCounts = field(default_factory=StageCounts)
-    #: Predictions reused from the store (no model call made for them).
+    #: Predictions reused from the store or from another sample's call of this run (no
+    #: model call made for them).
     cached: int = 0
     rules: StageCounts = field(default_factory=StageCounts)
     #: Judge verdicts: ``done`` includes the verdicts reused from the store.
@@ -75,7 +76,8 @@ class Progress:
 
     @property
     def judge_reused(self) -> int:
-        """Verdicts reused from the store (no judge call made for them)."""
+        """Verdicts reused from the store or another sample's call (no judge call made for
+        them)."""
         return self.judge.reused
 
     @judge_reused.setter
