@@ -129,7 +129,7 @@ class Accumulator:
         if result.rule_correct is not None:  # a cascade's rule layer, judged or not
             self.rule_scored += 1
             self.rule_correct += result.rule_correct
-        if result.status in SCORED_STATUSES:
+        if result.status in SCORED_STATUSES and self.mode != "infer":
             self.scored += 1
             self.correct += bool(result.correct)
             if self.replicas > 1:
@@ -367,7 +367,7 @@ def keeps_previous(summary: ResultSummary, previous: ResultSummary | None) -> bo
 def reach(summary: ResultSummary) -> tuple[int, int]:
     """How far the run of a result got: ``(samples scored, samples predicted)``."""
     unpredicted = sum(summary.counts.get(status, 0) for status in UNPREDICTED_STATUSES)
-    # In infer mode a prediction counts as "scored" in the counters; it is not.
+    # Results files of older revisions count an infer run's predictions as scored.
     scored = 0 if summary.mode == "infer" else summary.scored
     return scored, summary.total - unpredicted
 

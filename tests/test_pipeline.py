@@ -111,7 +111,10 @@ async def test_eval_mode_on_an_empty_work_dir_is_refused(server, arith, tmp_path
 async def test_infer_mode_only_predicts(server, arith, tmp_path):
     cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
     report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="infer")
-    assert "accuracy" not in report.result("arith")
+    result = report.result("arith")
+    assert "accuracy" not in result
+    # Predicted, not scored: a reader computing correct/scored must not get 0 %.
+    assert result["scored"] == 0 and result["counts"] == {"ok": 40}
     assert server.stats.total == 40
     report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval")
     assert report.result("arith")["correct"] == expected_correct(40)
