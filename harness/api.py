@@ -80,11 +80,12 @@ async def evaluate(config: str | Path | RunConfig | None = None,
                    **settings: Any) -> RunReport:
     """Run an evaluation to the end and return its report.
 
-    ``config`` is a config file path (or a loaded ``RunConfig``); alternatively pass the
-    ``datasets`` (and ``models``) dicts directly. ``options`` says how the run goes
-    (``RunOptions``); its fields may also be given as keyword arguments (``work_dir=``,
-    ``mode=``, ``concurrency=``, ``limit=``, ``overrides=``, ``dump_details=``,
-    ``rule_workers=``, ``breaker=``), which override ``options``'. Results are also
+    ``config`` is a config file path (or a loaded ``RunConfig``); alternatively (not
+    both) pass the ``datasets`` dicts directly; ``models`` dicts replace the config's.
+    ``options`` says how the run goes (``RunOptions``); its fields may also be given as
+    keyword arguments (``work_dir=``, ``mode=``, ``concurrency=``, ``limit=``,
+    ``overrides=``, ``dump_details=``, ``rule_workers=``, ``breaker=``), which override
+    ``options``'. Results are also
     written to the work directory: ``harness.db``, ``results/MODEL/DATASET.json`` and
     ``details/...``. When an endpoint counts as down (``breaker``) the run stops with
     ``EndpointDownError``.
@@ -98,16 +99,28 @@ async def evaluate(config: str | Path | RunConfig | None = None,
 
 
 class Run:
-    """An evaluation in progress: iterate it for ``SampleResult``; ``report`` when done."""
+    """An evaluation in progress: iterate it for ``SampleResult``; ``report`` when done.
+
+    The run hands each result over as it is taken, so it goes on only while someone
+    takes them: iterate it, or ``await run.wait()``.
+    """
 
     def __init__(self, receive: Any) -> None:
         self._receive = receive
         self.report: RunReport | None = None
-        #: Set when every sample has been processed (the report follows on exit).
+        #: Set when every sample has been processed and its result taken (the report
+        #: follows on exit).
         self.finished = anyio.Event()
 
     def __aiter__(self) -> AsyncIterator[SampleResult]:
         return self._receive.__aiter__()
+
+    async def wait(self) -> None:
+        """Wait for the run to end, dropping the results nobody took (for a caller that
+        wants only ``report``, or stopped iterating early)."""
+        async for _ in self._receive:
+            pass
+        await self.finished.wait()
 
 
 @contextlib.asynccontextmanager
@@ -237,6 +250,10 @@ async def _resolved(work_dir: str | Path) -> Path:
 def _load(config: str | Path | RunConfig | None,
           datasets: Sequence[Mapping[str, Any]] | None,
           models: Sequence[Mapping[str, Any]] | None) -> RunConfig:
+    if config is not None and datasets is not None:
+        # Silently running the config's datasets instead would report the wrong ones.
+        raise TypeError("pass a config or datasets=, not both (models= may go with "
+                        "either: it replaces the config's models)")
     if isinstance(config, RunConfig):
         loaded = config
     elif config is not None:

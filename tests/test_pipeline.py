@@ -7,6 +7,7 @@ import json
 import random
 from pathlib import Path
 
+import anyio
 import pytest
 
 import harness
@@ -192,6 +193,28 @@ async def test_open_run_streams_results_inside_a_running_loop(server, arith, tmp
             seen.append((result.index, result.correct))
     assert sorted(i for i, _ in seen) == list(range(40))
     assert run.report is not None and run.report.result("arith")["total"] == 40
+
+
+async def test_open_run_waited_for_without_iterating_finishes(server, arith, tmp_path):
+    # The run hands over each result as it is taken: waiting without taking them
+    # must not block it after the first one.
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
+    with anyio.fail_after(30):
+        async with harness.open_run(cfg, work_dir=tmp_path / "w") as run:
+            async for first in run:  # noqa: B007 - one taken, the rest left
+                break
+            await run.wait()
+    assert first.index in range(40)
+    assert run.report is not None and run.report.complete
+    assert run.report.result("arith")["correct"] == expected_correct(40)
+
+
+async def test_a_config_and_dataset_dicts_together_are_refused(server, arith, tmp_path):
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
+    other = arith_dataset(arith, dict(type=harness.AccEvaluator))
+    with pytest.raises(TypeError, match="not both"):
+        await harness.evaluate(cfg, datasets=[other], work_dir=tmp_path / "w")
+    assert server.stats.total == 0
 
 
 async def test_leaving_open_run_early_cancels_cleanly(server, arith, tmp_path):
