@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 
 from .config import RunConfig, config_from_namespace, load_config
-from .errors import primary_error
+from .errors import ConfigError, primary_error
 from .models import resolve_models
 from .options import RunOptions
 from .pipeline import Pipeline
@@ -152,6 +152,8 @@ async def open_run(config: str | Path | RunConfig | None = None,
             work = await _resolved(run_config.work_dir or default)
             intact = IntactCheck(work)
         specs = resolve_models(run_config.models, options.overrides)
+        if mode != "infer":
+            _check_scored(run_config)
         rows = {d.abbr: validate_dataset(d, limit).rows * d.n for d in run_config.datasets}
         # A run that predicts and scores needs what the evaluators need (a code sandbox)
         # before its first request. ``--mode eval`` sends none, so it finds out per
@@ -231,6 +233,18 @@ async def open_run(config: str | Path | RunConfig | None = None,
         write_results(work, report.summaries, report.kept, report.elapsed)
         store.check_work_dir()  # replaced while they were written: say so
         run.report = report
+
+
+def _check_scored(run_config: RunConfig) -> None:
+    """A run that scores needs an evaluator for every dataset: without one, each sample
+    would be reported as scored and wrong."""
+    for i, dataset in enumerate(run_config.datasets):
+        if dataset.evaluator is None:
+            path = str(run_config.path) if run_config.path is not None else None
+            raise ConfigError(f"dataset {dataset.abbr!r} has no evaluator, so nothing can "
+                              "score it: add one (e.g. dict(type=AccEvaluator)), or only "
+                              "predict with --mode infer (mode='infer')",
+                              path=path, field=f"datasets[{i}].eval_cfg.evaluator")
 
 
 async def _print_until_cancelled(scope: anyio.CancelScope, progress: Progress) -> None:

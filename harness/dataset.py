@@ -68,15 +68,40 @@ class CustomDataset:
                 yield line_no, row
 
     def _csv(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Rows by the line each record starts on (a quoted field may span lines)."""
         with open(self.path, "rb") as fh:
             # Decode line by line so a bad byte is reported with its line number.
             lines = (_decode(raw, self.path, n) for n, raw in enumerate(fh, start=1))
-            reader = csv.DictReader(_LineFeed(lines))
-            for row in reader:
-                if None in row:
-                    raise DatasetError("row has more values than the header has columns",
-                                       path=str(self.path), line=reader.line_num)
-                yield reader.line_num, dict(row)
+            reader = csv.reader(_LineFeed(lines))
+            end = 0  # the last line of the record before
+            try:
+                header = next(reader, None)
+                if header is None:
+                    return
+                _check_header(header, self.path)
+                end = reader.line_num
+                for values in reader:
+                    start, end = end + 1, reader.line_num
+                    if values:  # not a blank line
+                        yield start, self._csv_row(header, values, start)
+            except csv.Error as exc:  # an unquoted line break, a field over csv's limit
+                raise DatasetError(f"malformed CSV: {exc}", path=str(self.path),
+                                   line=end + 1) from exc
+
+    def _csv_row(self, header: list[str], values: list[str], line: int) -> dict[str, Any]:
+        """One record as a row; every named column must have a value."""
+        if len(values) > len(header):
+            raise DatasetError("row has more values than the header has columns",
+                               path=str(self.path), line=line)
+        # Unnamed columns (spreadsheets export empty ones) may be left out of a row.
+        missing = [name for name in header[len(values):] if name.strip()]
+        if missing:
+            raise DatasetError(f"row has fewer values than the header has columns "
+                               f"(missing: {', '.join(missing)})", path=str(self.path),
+                               line=line, field=missing[0])
+        row: dict[str, Any] = dict.fromkeys(header)  # None for the unnamed ones left out
+        row.update(zip(header, values, strict=False))
+        return row
 
     def _json(self) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
@@ -95,6 +120,17 @@ class CustomDataset:
                 raise DatasetError(f"item {i} is not an object", path=str(self.path))
             _whole_characters(row, self.path, i + 1)
             yield i + 1, row
+
+
+def _check_header(names: list[str], path: Path) -> None:
+    """A column named twice in the header would be read from its last place only (an
+    unnamed column, as spreadsheets export empty ones, is never read)."""
+    seen = set()
+    for name in names:
+        if name in seen and name.strip():
+            raise DatasetError("the header names this column twice", path=str(path), line=1,
+                               field=name)
+        seen.add(name)
 
 
 def _whole_characters(row: dict[str, Any], path: Path, line: int) -> None:

@@ -1,8 +1,9 @@
 """Check datasets before any request is sent, so bad input costs nothing.
 
 Every selected row is read once (a parse pass is far cheaper than a model call): a
-malformed line, a bad byte, a missing column, a null or empty reference or an empty
-selection is reported with the file, line and field, and the run never starts. Rows
+malformed line, a bad byte, a missing column, a null or empty reference (as written,
+or after the ``dataset_postprocessor``), a row whose prompt fields are all empty or an
+empty selection is reported with the file, line and field, and the run never starts. Rows
 without a reference are left out instead where ``reader_cfg`` says
 ``skip_missing_reference=True``; :class:`Selection` counts them. The prompt template is
 checked against the data too: a ``{placeholder}`` that names no input column would
@@ -75,6 +76,7 @@ def validate_dataset(spec: DatasetSpec, limit: int | None = None) -> Selection:
     """Read the rows the run will use and check them; say how many there are and how
     many were skipped."""
     count = skipped = 0
+    prompt_columns = _prompt_columns(spec)
     for _, line, row in _in_range(spec, limit):
         if count + skipped == 0:
             check_placeholders(spec, row)
@@ -82,6 +84,8 @@ def validate_dataset(spec: DatasetSpec, limit: int | None = None) -> Selection:
             skipped += 1
             continue
         check_row(spec, row, line)
+        _check_prompt_fields(spec, row, line, prompt_columns)
+        _check_postprocessed_reference(spec, row, line)
         count += 1
     if count == 0 and skipped:
         raise DatasetError(f"all {skipped} selected rows lack a reference in "
@@ -111,6 +115,67 @@ def check_row(spec: DatasetSpec, row: Mapping[str, Any], line: int) -> None:
                            field=spec.output_column)
 
 
+def _prompt_columns(spec: DatasetSpec) -> tuple[str, ...]:
+    """The input columns the prompt template fills in."""
+    used = {name for m in spec.template.messages for name in PLACEHOLDER.findall(m["content"])}
+    return tuple(c for c in spec.input_columns if c in used)
+
+
+def _check_prompt_fields(spec: DatasetSpec, row: Mapping[str, Any], line: int,
+                         columns: tuple[str, ...]) -> None:
+    """A row whose every field the prompt uses is null or blank would send the model a
+    prompt without its question, and score its reply."""
+    if columns and all(_blank(row[c]) for c in columns):
+        raise DatasetError(f"every field the prompt uses is empty "
+                           f"({', '.join(f'{c}={row[c]!r}' for c in columns)})",
+                           path=str(spec.reader.path), line=line, field=columns[0])
+
+
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _check_postprocessed_reference(spec: DatasetSpec, row: Mapping[str, Any],
+                                   line: int) -> None:
+    """The reference after the ``dataset_postprocessor`` must still be one: one the
+    postprocessor cannot read would score every reply to it as wrong. (Likelihood
+    datasets check their labels in ``check_label``.)"""
+    column = spec.output_column
+    if not column or spec.dataset_postprocessor is None or spec.ppl is not None:
+        return
+    value = row[column]
+    try:
+        reference = _postprocessed_reference(spec, row)
+    except Exception as exc:  # noqa: BLE001 - any failure is this row's
+        raise DatasetError(f"the dataset_postprocessor raised {type(exc).__name__} on the "
+                           f"reference {_shown(value)}: {exc}", path=str(spec.reader.path),
+                           line=line, field=column) from exc
+    if missing_reference(reference):
+        raise DatasetError(f"the dataset_postprocessor finds no reference in "
+                           f"{_shown(value)} (it gives {reference!r}); fix the data or the "
+                           "postprocessor, or set skip_missing_reference=True in reader_cfg "
+                           "to leave such rows out", path=str(spec.reader.path), line=line,
+                           field=column)
+
+
+def _postprocessed_reference(spec: DatasetSpec, row: Mapping[str, Any]) -> Any:
+    """The row's reference after the ``dataset_postprocessor`` (if any), as scoring
+    sees it."""
+    from .stages.extract import apply
+
+    assert spec.output_column is not None
+    value = row[spec.output_column]
+    if spec.dataset_postprocessor is None or spec.ppl is not None:
+        return value
+    return apply(spec.dataset_postprocessor, value, row)
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, cut to a length an error message can show."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def missing_reference(value: Any) -> bool:
     """A reference that cannot be scored against: null, empty or blank text, an empty
     list, or a list of only such values (the rule that makes a prediction an extraction
@@ -122,8 +187,14 @@ def _skipped(spec: DatasetSpec, row: Mapping[str, Any]) -> bool:
     # A row without the column at all is missing its reference too (JSONL writers
     # often leave out null fields).
     column = spec.output_column
-    return bool(spec.skip_missing_reference and column
-                and (column not in row or missing_reference(row[column])))
+    if not (spec.skip_missing_reference and column):
+        return False
+    if column not in row or missing_reference(row[column]):
+        return True
+    try:
+        return missing_reference(_postprocessed_reference(spec, row))
+    except Exception:  # noqa: BLE001 - not a missing reference: validation reports it
+        return False
 
 
 def check_placeholders(spec: DatasetSpec, row: Mapping[str, Any]) -> None:

@@ -60,6 +60,73 @@ async def test_csv_missing_column_names_line_and_field(server, tmp_path):
     assert server.stats.total == 0
 
 
+@pytest.mark.parametrize("content,message", [
+    # A short row would send an empty prompt (or no reference) and score the reply.
+    ("question,answer\nWhat is 1 + 2?,3\nWhat is 2 + 2?\n",
+     b"a.csv:3 field 'answer': row has fewer values than the header has columns"),
+    # csv reads a column named twice from its last place only.
+    ("question,question,answer\nWhat is 1 + 2?,see above,3\n",
+     b"a.csv:1 field 'question': the header names this column twice"),
+    # An error in a quoted record spanning lines names the line it starts on.
+    ('question,answer\n"What is\n1 + 2?",\n', b"a.csv:2 field 'answer': the reference is empty"),
+    ("question,answer\n\"" + "x" * 200_000 + "\",3\n",
+     b"a.csv:2: malformed CSV: field larger than field limit"),
+    ("question,answer\rWhat is 1 + 2?,3\r", b"a.csv:1: malformed CSV: new-line character"),
+], ids=["short-row", "duplicate-header", "multi-line-record", "huge-field", "cr-only"])
+async def test_bad_csv_fails_before_any_request(server, tmp_path, content, message):
+    data = tmp_path / "a.csv"
+    data.write_bytes(content.encode())
+    result = await run_cli(write_config(tmp_path / "cfg.py", data), tmp_path / "w", server)
+    assert result.returncode == 2 and b"Traceback" not in result.stderr
+    assert message in result.stderr
+    assert server.stats.total == 0
+
+
+def test_unnamed_spreadsheet_columns_may_be_short_or_repeated(tmp_path):
+    from harness.dataset import CustomDataset
+
+    data = tmp_path / "a.csv"
+    data.write_text("question,answer,,\nWhat is 1 + 2?,3,,\nWhat is 2 + 2?,4\n")
+    rows = [row for _, row in CustomDataset(data).rows()]
+    assert [(r["question"], r["answer"]) for r in rows] == [("What is 1 + 2?", "3"),
+                                                           ("What is 2 + 2?", "4")]
+
+
+@pytest.mark.parametrize("content,message", [
+    # The prompt's only field null: the model would get an empty prompt.
+    (b'{"question": "What is 1 + 2?", "answer": "#### 3"}\n{"question": null, "answer": "#### 3"}\n',
+     b"a.jsonl:2 field 'question': every field the prompt uses is empty"),
+    # gsm8k_dataset_postprocess finds no number in the reference: every reply would be
+    # scored wrong against ''.
+    (b'{"question": "What is 1 + 2?", "answer": "#### 3"}\n{"question": "What is 2 + 2?", "answer": "N/A"}\n',
+     b"a.jsonl:2 field 'answer': the dataset_postprocessor finds no reference in 'N/A'"),
+], ids=["null-prompt-field", "postprocessed-reference-empty"])
+async def test_rows_that_cannot_be_scored_fail_before_any_request(server, tmp_path, content,
+                                                                  message):
+    data = tmp_path / "a.jsonl"
+    data.write_bytes(content)
+    result = await run_cli(write_config(tmp_path / "cfg.py", data), tmp_path / "w", server)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert server.stats.total == 0
+
+
+async def test_a_dataset_without_an_evaluator_is_not_reported_as_scored(server, tmp_path):
+    # It was: 0.00 % "complete", exit 0, every reply counted wrong.
+    data = write_arith(tmp_path / "a.jsonl", 3)
+    cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(server.base_url)])
+    cfg.write_text(cfg.read_text().replace("evaluator=dict(type=AccEvaluator), ", ""))
+    result = await run_cli(cfg, tmp_path / "w", server)
+    assert result.returncode == 2
+    assert b"cfg.py field 'datasets[0].eval_cfg.evaluator': dataset 'arith' has no evaluator" \
+        in result.stderr
+    assert server.stats.total == 0
+    # Predicting alone needs none.
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="infer")
+    assert report.complete and report.result("arith")["scored"] == 0
+    assert server.stats.total == 3
+
+
 async def test_unknown_postprocessor_and_evaluator_exit_2(server, tmp_path):
     data = write_arith(tmp_path / "a.jsonl", 2)
     cfg = write_config(tmp_path / "cfg.py", data)

@@ -91,3 +91,17 @@ def test_validation_counts_the_skipped_rows_and_a_zero_is_a_reference(tmp_path):
     data = with_reference(with_reference(write_arith(tmp_path / "a.jsonl", 5), 4, "  "), 1, 0)
     cfg = config(tmp_path, data, "http://127.0.0.1:9/v1", skip=True)
     assert validate_dataset(load_config(cfg).datasets[0]) == Selection(rows=4, skipped=1)
+
+
+async def test_a_reference_the_postprocessor_cannot_read_is_missing_too(server, tmp_path):
+    # gsm8k_dataset_postprocess finds no number in "N/A": scored against '', every reply
+    # to it would count as wrong.
+    data = with_reference(write_arith(tmp_path / "a.jsonl", 4), 2, "N/A")
+    result = await run(config(tmp_path, data, server.base_url), tmp_path / "w")
+    assert result.returncode == 2
+    assert b"a.jsonl:2 field 'answer': the dataset_postprocessor finds no reference" \
+        in result.stderr
+    assert server.stats.total == 0
+    result = await run(config(tmp_path, data, server.base_url, skip=True), tmp_path / "w")
+    assert result.returncode == 0, result.stderr.decode()
+    assert server.stats.total == 3
