@@ -86,6 +86,21 @@ async def test_the_most_likely_candidate_is_chosen(tmp_path, method):
     assert srv.stats.total == 1 + (9 * 3 if method == "echo" else 9)
 
 
+@pytest.mark.parametrize("method", ["echo", "next_token"])
+async def test_replicas_share_their_likelihood_requests(tmp_path, method):
+    # A likelihood is the same for every replica: asked once per run, not n times.
+    golds = write_mc(tmp_path / "mc.jsonl", 9)
+    async with FakeOpenAI(scorer=knows_gold(golds)) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url,
+                        inferencer=f"dict(type=PPLInferencer, method={method!r})")
+        cfg.write_text(cfg.read_text().replace('abbr="mc",', 'abbr="mc", n=3,'))
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=8)
+        assert srv.stats.total == 1 + (9 * 3 if method == "echo" else 9)
+        result = report.result("mc")
+        assert result["total"] == 27 and result["correct"] == 27
+        assert result["replica_accuracy"] == [100.0, 100.0, 100.0]
+
+
 def lengths_scorer() -> Scorer:
     """Continuations ' cat' (1 token, -3), ' dog dog' (2 × -2), ' elephant' (1, -3.5):
     sum picks cat (A), per token dog (B), per byte elephant (C)."""

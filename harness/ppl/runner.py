@@ -26,6 +26,7 @@ from ..keys import prediction_key
 from ..prompt import as_text
 from ..records import Completion, Sample
 from ..retry import BadResponse
+from ..stages.calls import Reply, Shared
 from .choice import Likelihood, choose, common_prefix, token_boundary
 from .probe import UnsupportedLikelihoodError, probe
 from .requests import (
@@ -51,30 +52,32 @@ class PPLRunner:
         self._lock = anyio.Lock()
 
     async def complete(self, sample: Sample, dataset: Any, identity: Mapping[str, Any],
-                       get_client: GetClient) -> tuple[Completion, list[Completion]]:
+                       get_client: GetClient, calls: Shared[Reply] | None = None
+                       ) -> tuple[Completion, list[Completion]]:
         """The sample's completion and the rows to store (see the module docstring).
 
         A request that fails for good makes the completion an ``error`` (retried on the
         next run); an endpoint without log-probabilities raises
         ``UnsupportedLikelihoodError`` (a ``PermanentModelError``: the run stops).
+        ``calls``: the run's model calls, so a request another sample (a replica, or a
+        dataset with the same prompts) is making or has made is not sent again.
         """
         ppl = dataset.ppl
         plan = Plan(sample, dataset, identity)
         stored, method = await self._lookup(plan, ppl.method)
+        found = {key: json.loads(s.text) for key, s in stored.items()}
         rows: list[Completion] = []
         attempts = 0
         if method is None:
             client = await get_client()
             method = await self._method(client, plan, ppl.method, ppl.top_logprobs)
             try:
-                attempts = await self._request(client, plan, method, stored, rows)
+                attempts = await self._request(client, plan, method, found, rows, calls)
             except PermanentModelError:
                 raise
             except ModelCallError as exc:
                 return Completion(sample, "error", error=str(exc), attempts=exc.attempts,
                                   cause=exc.outcome), rows
-        found = {key: json.loads(s.text) for key, s in stored.items()}
-        found.update({row.sample.key: json.loads(row.text or "null") for row in rows})
         return plan.complete(method, found, ppl.normalization, attempts, rows), rows
 
     async def stored(self, sample: Sample, dataset: Any,
@@ -114,32 +117,61 @@ class PPLRunner:
             "--model-api completions)")
 
     async def _request(self, client: ModelClient, plan: Plan, method: str,
-                       stored: Mapping[str, Any], rows: list[Completion]) -> int:
-        """Send what the store lacks; append a row per reply; the attempts made."""
+                       found: dict[str, Any], rows: list[Completion],
+                       calls: Shared[Reply] | None) -> int:
+        """Get what ``found`` (the stored replies, by key) lacks into it: a new reply
+        also as a row in ``rows``; the attempts made."""
         model = client.spec.model
         attempts = 0
         if method == "echo":
             for label, key in plan.echo_keys.items():
-                if key in stored:
+                if key in found:
                     continue
                 text = plan.texts[label]
 
-                def read(data: Any, text: str = text) -> tuple[Any, tuple[int, int]]:
-                    return _required(read_echo(data, text), data, "echo")
+                async def echo(label: str = label, key: str = key,
+                               text: str = text) -> Completion:
+                    def read(data: Any) -> tuple[Any, tuple[int, int]]:
+                        return _required(read_echo(data, text), data, "echo")
 
-                (parsed, used), tries = await client.post_json(
-                    echo_body(model, text), "/completions", read)
-                attempts += tries
-                rows.append(plan.row(key, plan.candidates[label], ECHO_PARAMS, "completions",
-                                     parsed, used, tries))
+                    (parsed, used), tries = await client.post_json(
+                        echo_body(model, text), "/completions", read)
+                    return plan.row(key, plan.candidates[label], ECHO_PARAMS,
+                                    "completions", parsed, used, tries)
+
+                attempts += await _asked(key, echo, found, rows, calls)
             return attempts
-        body = next_token_body(model, plan.context_request, plan.top, plan.api)
-        path = "/completions" if plan.api == "completions" else "/chat/completions"
-        (parsed, used), tries = await client.post_json(
-            body, path, lambda data: _required(read_top(data), data, "top_logprobs"))
-        rows.append(plan.row(plan.next_key, plan.context_messages,
-                             next_token_params(plan.top), plan.api, parsed, used, tries))
-        return tries
+
+        async def next_token() -> Completion:
+            body = next_token_body(model, plan.context_request, plan.top, plan.api)
+            path = "/completions" if plan.api == "completions" else "/chat/completions"
+            (parsed, used), tries = await client.post_json(
+                body, path, lambda data: _required(read_top(data), data, "top_logprobs"))
+            return plan.row(plan.next_key, plan.context_messages,
+                            next_token_params(plan.top), plan.api, parsed, used, tries)
+
+        return await _asked(plan.next_key, next_token, found, rows, calls)
+
+
+async def _asked(key: str, ask: Callable[[], Awaitable[Completion]], found: dict[str, Any],
+                 rows: list[Completion], calls: Shared[Reply] | None) -> int:
+    """The reply for ``key`` into ``found``: another sample's, when the run has asked
+    for it already (``calls``), else ``ask()``'s, whose row goes to ``rows``; the
+    attempts this made."""
+    if calls is not None and not calls.claim(key):
+        shared = await calls.reuse(key)
+        if shared is not None:
+            found[key] = json.loads(shared[0] or "null")
+            return 0
+    row = None
+    try:
+        row = await ask()
+    finally:
+        if calls is not None:
+            calls.finish(key, None if row is None else (row.text, None, None))
+    rows.append(row)
+    found[key] = json.loads(row.text or "null")
+    return row.attempts
 
 
 def _required(parsed: Any, data: Any, what: str) -> tuple[Any, tuple[int, int]]:

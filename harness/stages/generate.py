@@ -119,15 +119,16 @@ class Likelihoods:
 
     async def complete(self, sample: Sample, clients: ModelClients,
                        store_send: ObjectSendStream[StoreWrite], outlet: ScoreOutlet,
-                       counts: StageCounts, progress: Progress) -> None:
-        """Score one PPL sample: its request rows to the store, the chosen label on."""
+                       counts: StageCounts, progress: Progress, calls: Shared[Reply]) -> None:
+        """Score one PPL sample: its request rows to the store, the chosen label on;
+        ``calls`` shares its requests with the run's other samples."""
 
         async def client() -> ModelClient:  # started only if a request is needed
             return clients.ready.get(sample.model) or await clients.get(sample.model)
 
         completion, rows = await self.runner().complete(
             sample, self.datasets[sample.dataset], clients.models[sample.model].identity(),
-            client)
+            client, calls)
         for row in rows:
             await send(store_send, row)
         if completion.cached:
@@ -149,7 +150,7 @@ async def generate(receive: ObjectReceiveStream[Sample], clients: ModelClients,
         while (sample := await next_item(receive)) is not None:
             if likelihoods is not None and sample.dataset in likelihoods.datasets:
                 await likelihoods.complete(sample, clients, store_send, outlet, counts,
-                                           progress)
+                                           progress, calls)
                 continue
             shared = None if calls.claim(sample.key) else await calls.reuse(sample.key)
             if shared is not None:
