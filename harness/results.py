@@ -13,7 +13,7 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -302,14 +302,20 @@ def replica_metrics(per_sample: dict[int, list[int]], per_replica: dict[int, lis
         values = [pass_at_k(n, c, k) for n, c in per_sample.values() if n >= k]
         pass_at[f"pass@{k}"] = 100.0 * sum(values) / len(values) if values else None
         # Over samples, like accuracy's: the per-sample estimates are independent.
-        pass_ci[f"pass@{k}"] = mean_interval(values)
+        pass_ci[f"pass@{k}"] = _percent(proportion_interval(values, len(values)))
     sample_means = [c / n for n, c in per_sample.values() if n]
+    draws = sum(n for n, _ in per_sample.values())
     return {
         f"avg@{replicas}": mean, "avg_stderr": se,
         "replica_accuracy": [round(r, 4) for r in rates],
         "pass_at_k": pass_at, "pass_at_k_ci95": pass_ci,
-        "_sample_ci95": mean_interval(sample_means),
+        "_sample_ci95": _percent(proportion_interval(sample_means, draws)),
     }
+
+
+def _percent(bounds: tuple[float, float] | None) -> list[float] | None:
+    """Bounds as fractions in percent, rounded as results show them."""
+    return None if bounds is None else [round(100 * bounds[0], 2), round(100 * bounds[1], 2)]
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -333,7 +339,28 @@ def mean_interval(values: list[float], z: float = 1.959963984540054, lowest: flo
             round(100 * min(1.0, mean + half), digits)]
 
 
-def wilson_bounds(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+def proportion_interval(means: Sequence[float], draws: float,
+                        z: float = 1.959963984540054) -> tuple[float, float] | None:
+    """95% interval, as fractions, of a proportion measured as per-sample means in [0, 1]
+    over ``draws`` 0/1 judgements in all (the replicas of a sample are not independent).
+
+    Wilson's interval at the sample size the samples' spread is worth: n·p(1−p) over
+    the variance of their means (Kish's effective size), at most ``draws``, as if every
+    replica were independent. With one judgement per sample that is Wilson's interval
+    itself; unlike a normal interval it never shrinks to a point when every sample
+    scores the same.
+    """
+    if not means:
+        return None
+    n = len(means)
+    p = sum(means) / n
+    spread = sum((m - p) ** 2 for m in means) / n
+    size = min(float(draws), n * p * (1 - p) / spread) if spread > 0 else float(draws)
+    return wilson_bounds(p * size, size, z)
+
+
+def wilson_bounds(successes: float, n: float,
+                  z: float = 1.959963984540054) -> tuple[float, float]:
     """The Wilson score interval of a proportion, as fractions (n > 0)."""
     p = successes / n
     denom = 1 + z * z / n
@@ -346,8 +373,7 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> lis
     """95% Wilson score interval for a proportion, in percent (``None`` when n = 0)."""
     if n == 0:
         return None
-    low, high = wilson_bounds(successes, n, z)
-    return [round(100 * low, 2), round(100 * high, 2)]
+    return _percent(wilson_bounds(successes, n, z))
 
 
 def keeps_previous(summary: ResultSummary, previous: ResultSummary | None) -> bool:

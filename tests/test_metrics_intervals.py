@@ -11,7 +11,7 @@ from harness.metrics.intervals import (
     paired_bootstrap_interval,
     ratio_of_sums,
 )
-from harness.results import wilson_bounds
+from harness.results import proportion_interval, wilson_bounds
 
 MEAN = Statistic("f1", "f1", "mean")
 
@@ -52,6 +52,29 @@ def test_proportion_uses_wilson():
     value, ci = Statistic("em", "em", "proportion").measure(rows)
     low, high = wilson_bounds(8, 10)
     assert value == pytest.approx(80.0) and ci == pytest.approx((100 * low, 100 * high))
+
+
+def test_proportion_with_replicas_never_shrinks_to_a_point():
+    # Four questions, two replicas each, every one wrong: a normal or bootstrap
+    # interval over the samples is [0, 0], as if the accuracy were known exactly.
+    rows = [[0.0, 2.0]] * 4
+    value, ci = Statistic("em", "em", "proportion").measure(rows)
+    assert value == 0.0
+    assert ci == pytest.approx((0.0, 100 * wilson_bounds(0, 8)[1]))
+    assert ci[1] > 30
+
+
+def test_the_replica_interval_is_wilsons_at_the_effective_sample_size():
+    # One judgement per sample: Wilson's interval itself.
+    assert proportion_interval([1.0] * 8 + [0.0] * 2, 10) == pytest.approx(wilson_bounds(8, 10))
+    # Replicas that always agree carry the information of one judgement each.
+    agreeing = proportion_interval([1.0] * 8 + [0.0] * 2, 30)
+    assert agreeing == pytest.approx(wilson_bounds(8, 10))
+    # Replicas that disagree within samples narrow it, at most to every draw's count.
+    mixed = proportion_interval([2 / 3, 1 / 3] * 5, 30)
+    assert mixed == pytest.approx(wilson_bounds(15, 30))
+    low, high = proportion_interval([1.0, 1.0, 1.0], 9)
+    assert high == 1.0 and low == pytest.approx(wilson_bounds(9, 9)[0])
 
 
 def test_paired_interval_of_a_constant_shift_is_the_shift():

@@ -169,6 +169,17 @@ async def test_replicas_get_independent_predictions(server, arith, tmp_path):
     assert [(r["index"], r["replica"]) for r in rows[:3]] == [(0, 0), (0, 1), (0, 2)]
 
 
+async def test_replicas_all_wrong_get_an_interval_not_a_point(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 4)
+    async with FakeOpenAI(responder=lambda body: "The answer is 1000.") as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)], n=2)
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    result = report.result("arith")
+    assert result["accuracy"] == 0.0
+    low, high = result["accuracy_ci95"]
+    assert low == 0.0 and high == pytest.approx(32.44, abs=0.01)  # Wilson, 0 of 8
+
+
 async def test_extraction_failure_is_counted_in_extract_rate(tmp_path):
     data = write_arith(tmp_path / "a.jsonl", 10)
 

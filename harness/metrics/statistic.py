@@ -3,7 +3,8 @@
 Three kinds cover every metric here:
 
 * ``proportion``: a 0/1 judgement per sample (accuracy, exact match); the value is the
-  percentage of successes and its interval is Wilson's (a closed form);
+  percentage of successes and its interval is Wilson's (a closed form; with replicas,
+  at the samples' effective size, ``results.proportion_interval``);
 * ``mean``: a per-sample score averaged over samples (token F1, ROUGE F-measures, as
   rouge-score users average them); percentile bootstrap interval;
 * ``corpus``: per-sample sufficient statistics summed over the corpus, then scored
@@ -71,11 +72,14 @@ class Statistic:
             return None, None
         stats = np.asarray(rows, dtype=np.float64)
         value = self.scores_of(stats)
-        if self.kind == "proportion" and bool(np.all(stats[:, 1] == 1)):
-            from ..results import wilson_bounds
+        if self.kind == "proportion":
+            from ..results import proportion_interval
 
-            low, high = wilson_bounds(int(round(stats[:, 0].sum() / 100)), len(stats))
-            return value, (100 * low, 100 * high)
+            # A cluster's row sums its replicas: 100 × successes, replicas.
+            bounds = proportion_interval(list(stats[:, 0] / 100 / stats[:, 1]),
+                                         float(stats[:, 1].sum()))
+            assert bounds is not None
+            return value, (100 * bounds[0], 100 * bounds[1])
         if len(stats) < 2:
             return value, None
         return value, bootstrap_interval(stats, self.scores, resamples, seed)
