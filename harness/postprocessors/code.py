@@ -7,15 +7,17 @@ What models write, and what is kept:
 - fenced blocks, tagged (```` ```python ````) or not: the block that defines the
   entry point wins (the last one, if several do: a corrected version), else the first
   Python block (as OpenCompass's ``humaneval_postprocess_v2`` does); a fence the reply
-  never closes (cut off) runs to the end;
+  never closes (cut off) runs to the end; a fence indented inside a Markdown list is
+  dedented;
 - unfenced code with prose before or after: from the first line that starts code to
-  the last line that still parses;
-- a bare continuation of the prompt (the function body only): kept as a body,
-  re-indented when the model lost the first line's indentation or all of it.
+  the last line that still compiles;
+- a bare continuation of the prompt (the function body only, even one line such as
+  ``return x % 1.0``): kept as a body, re-indented when the model lost the first
+  line's indentation or all of it.
 
 A reply with no code is '' (an extraction failure). The entry point comes from the
 dataset row: HumanEval's ``entry_point``, or for MBPP the function its first test
-calls.
+calls (see ``entry_point_of``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import textwrap
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -35,7 +38,6 @@ _FENCE = compile_lazily(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _PYTHON_TAGS = {"", "python", "py", "python3", "py3", "pycon", "ipython"}
 _BEGIN_DONE = compile_lazily(r"\[BEGIN\]\s*(.*?)\s*(?:\[DONE\]|\Z)", re.DOTALL)
 _CODE_START = compile_lazily(r"^(?:def |async def |class |import |from \S+ import |@\w)")
-_CALL = compile_lazily(r"\b([A-Za-z_]\w*)\s*\(")
 _BUILTINS = set(dir(builtins))
 
 
@@ -67,22 +69,36 @@ def humaneval_postprocess_v2(text: Any, entry_point: str | None = None,
 
 def entry_point_of(row: Mapping[str, Any]) -> str | None:
     """The function a row's tests call: HumanEval's ``entry_point``, else the first
-    non-builtin name called in MBPP's first ``test_list`` assertion."""
+    function MBPP's first ``test_list`` assertion calls by its bare name that is not a
+    builtin (so ``math.isclose(volume_sphere(10), …)`` gives ``volume_sphere``), or if
+    all are builtins the first (task 126 defines its own ``sum``); None without one."""
     if isinstance(row.get("entry_point"), str):
         return row["entry_point"]
     tests = row.get("test_list")
     if isinstance(tests, (list, tuple)) and tests and isinstance(tests[0], str):
-        for called in _CALL.findall(tests[0]):
-            if called not in _BUILTINS and called != "assert":
-                return called
+        called = _called_names(tests[0])
+        return next((name for name in called if name not in _BUILTINS),
+                    called[0] if called else None)
     return None
+
+
+def _called_names(source: str) -> list[str]:
+    """The functions ``source`` calls by a bare name, in the order the calls start;
+    attribute calls (``math.isclose``, ``x.method``) are left out: they are a library's
+    or an object's, never the task's function."""
+    tree = _compile(source, ast.PyCF_ONLY_AST)
+    if tree is None:
+        return []
+    calls = [(node.lineno, node.col_offset, node.func.id) for node in ast.walk(tree)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
+    return [name for _, _, name in sorted(calls)]
 
 
 def _select(text: str, name: str | None) -> str:
     begin = _BEGIN_DONE.search(text)
     if begin is not None:
         return _unquote(begin.group(1))
-    blocks = [(tag.lower(), body) for tag, body in _FENCE.findall(text)]
+    blocks = [(tag.lower(), _unlisted(body)) for tag, body in _FENCE.findall(text)]
     python = [body for tag, body in blocks if tag in _PYTHON_TAGS]
     if python:
         defining = [body for body in python if _defines(body, name)]
@@ -90,6 +106,14 @@ def _select(text: str, name: str | None) -> str:
     if blocks:
         return ""  # only shell, output or another language: no Python program
     return _unfenced(text)
+
+
+def _unlisted(block: str) -> str:
+    """A fenced block without the indentation a Markdown list item gives all its lines,
+    when removing it is what makes the block a program; else as written (a
+    continuation's indentation belongs to the prompt's function)."""
+    dedented = textwrap.dedent(block)
+    return dedented if not _compiles(block) and _compiles(dedented) else block
 
 
 def _unquote(code: str) -> str:
@@ -101,7 +125,8 @@ def _unquote(code: str) -> str:
 
 
 def _unfenced(text: str) -> str:
-    """Code written without fences: a body, or the parsing span from the first code line."""
+    """Code written without fences: a body, or the span from the first code line that
+    compiles."""
     if _is_body(text) and _fix_body("def _f():\n", text) is not None:
         return text.rstrip() + "\n"
     lines = text.splitlines()
@@ -111,7 +136,7 @@ def _unfenced(text: str) -> str:
     start = starts[0]
     for end in range(len(lines), start, -1):
         candidate = "\n".join(lines[start:end])
-        if _parses(candidate):
+        if _compiles(candidate):
             return candidate.rstrip() + "\n"
     return ""
 
@@ -125,22 +150,33 @@ def _defines(code: str, name: str | None) -> bool:
 
 def _is_body(code: str) -> bool:
     """Whether ``code`` looks like the rest of a function body: some indented line and
-    no top-level ``def``/``class``/``import`` first."""
-    first = next((line for line in code.splitlines() if line.strip()), "")
-    return not _CODE_START.match(first) and any(
-        line.startswith((" ", "\t")) for line in code.splitlines() if line.strip())
+    no top-level ``def``/``class``/``import`` first, or, however it starts and is
+    indented, no module either (a ``return`` at the top level, say)."""
+    lines = [line for line in code.splitlines() if line.strip()]
+    if not lines:
+        return False
+    indented = any(line.startswith((" ", "\t")) for line in lines)
+    return (indented and not _CODE_START.match(lines[0])) or not _compiles(code)
 
 
-def _parses(code: str) -> bool:
+def _compiles(code: str) -> bool:
+    """Whether ``code`` compiles as a module: unlike ``ast.parse``, ``compile`` rejects a
+    ``return`` or ``yield`` outside a function, so a body that lost its indentation
+    does not pass for a program."""
+    return _compile(code) is not None
+
+
+def _compile(code: str, flags: int = 0) -> Any:
+    """``compile(code)`` as a module (its tree with ``ast.PyCF_ONLY_AST``), None if
+    ``code`` is not valid Python."""
     # An invalid escape ("\.") only warns when the program runs, but under a
-    # warnings-as-errors filter ast.parse raises SyntaxError for it: ignore warnings.
+    # warnings-as-errors filter compile raises SyntaxError for it: ignore warnings.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            ast.parse(code)
-        except (SyntaxError, ValueError):
-            return False
-    return True
+            return compile(code, "<reply>", "exec", flags, dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError):  # too deeply nested to be code
+            return None
 
 
 def _indent(code: str, everything: bool) -> str:
@@ -151,14 +187,15 @@ def _indent(code: str, everything: bool) -> str:
 
 
 def _reindent(prompt: str, body: str) -> str:
-    """``body`` indented so that ``prompt + body`` parses, if a simple fix does."""
+    """``body`` indented so that ``prompt + body`` compiles, if a simple fix does."""
     fixed = _fix_body(prompt, body)
     return body if fixed is None else fixed
 
 
 def _fix_body(prompt: str, body: str) -> str | None:
     """The first of: the body as written, its first line indented like the rest, all of
-    it indented by four, that parses after ``prompt``; None if none does."""
+    it re-indented to four (as in a fence inside a Markdown list, or flush left), that
+    compiles after ``prompt``; None if none does."""
     lines = body.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip()), 0)
     rest = [line for line in lines[first + 1:] if line.strip()]
@@ -167,8 +204,8 @@ def _fix_body(prompt: str, body: str) -> str | None:
         width = min(len(line) - len(line.lstrip()) for line in rest)
         fixed = lines[:first] + [" " * width + lines[first]] + lines[first + 1:]
         candidates.append("\n".join(fixed) + "\n")
-    candidates.append(_indent(body, True) + "\n")
+    candidates.append(_indent(textwrap.dedent(body), True) + "\n")
     for candidate in candidates:
-        if _parses(prompt + candidate):
+        if _compiles(prompt + candidate):
             return candidate
     return None
