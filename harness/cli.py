@@ -119,7 +119,8 @@ def _add_report_commands(sub: argparse._SubParsersAction) -> None:
                              description="For every (model, dataset) in both work "
                              "directories: the samples whose verdict changed, fixed/broken "
                              "counts, and the accuracy difference with a paired 95% "
-                             "confidence interval.")
+                             "confidence interval. Exits 1 when a run compared is "
+                             "incomplete (pending samples).")
     compare.add_argument("work_dir_a", help="the baseline run's work directory")
     compare.add_argument("work_dir_b", help="the run to compare with it")
     compare.add_argument("--json", action="store_true", help="machine-readable output")
@@ -282,6 +283,8 @@ def _compare(args: argparse.Namespace) -> int:
               "common; compare two runs of the same models on the same datasets",
               file=sys.stderr)
         return EXIT_CONFIG
+    if any(p.get("pending_a") or p.get("pending_b") for p in result["pairs"]):
+        return EXIT_FAILED_SAMPLES  # as ``run`` exits for an incomplete run
     return EXIT_OK
 
 

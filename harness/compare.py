@@ -18,7 +18,11 @@ samples in common, no interval (``None``).
 **With replicas** (several rows of one sample), the rows are not independent: the
 interval is then over samples, the normal interval of the mean per-sample difference
 (each sample's B accuracy less its A accuracy over its paired replicas), as accuracy's
-own interval is over samples.
+own interval is over samples, and never narrower than Newcombe's over every pair of
+rows (which it would be, down to a point, when every sample changed by the same).
+
+**An incomplete run** (pending samples) has no result of its own: the comparison is
+over the samples both runs scored, says which run is incomplete, and the CLI exits 1.
 
 **Any other metric** (a result whose ``primary_metric`` is BLEU, EM, F1 …) gets a paired
 bootstrap interval of B − A for every metric of its evaluator
@@ -112,10 +116,24 @@ def compare_verdicts(a: dict[tuple[Any, Any], tuple[Any, bool]],
         "accuracy_a": 100 * correct_a / n if n else None,
         "accuracy_b": 100 * correct_b / n if n else None,
         "difference": 100 * (fixed - broken) / n if n else None,
-        "ci95": (clustered_interval([sum(d) / len(d) for d in by_sample.values()])
+        "ci95": (replica_interval([sum(d) / len(d) for d in by_sample.values()],
+                                  fixed, broken, correct_a - broken, n)
                  if replicated else paired_interval(fixed, broken, correct_a - broken, n)),
         "changed": changed,
     }
+
+
+def replica_interval(differences: list[float], fixed: int, broken: int, both: int,
+                     n: int) -> list[float] | None:
+    """95% interval, in points, of the difference for runs with replicas: the interval
+    over samples (``clustered_interval``), widened where needed to Newcombe's over every
+    pair of rows, as if the replicas were independent. Alone, the first is a point when
+    every sample changed by the same (all 0 → all 1 on five samples)."""
+    rows = paired_interval(fixed, broken, both, n)
+    clustered = clustered_interval(differences)
+    if clustered is None or rows is None:
+        return rows
+    return [min(clustered[0], rows[0]), max(clustered[1], rows[1])]
 
 
 def clustered_interval(differences: list[float]) -> list[float] | None:
@@ -146,6 +164,9 @@ def compare_dirs(work_a: str | Path, work_b: str | Path) -> dict[str, Any]:
             else:
                 result.update(compare_metrics(summary.evaluator, summary.primary_metric,
                                               path_a, path_b, scoring_b[1]))
+        # An incomplete run has no result of its own to compare: only its scored samples.
+        result["pending_a"] = dict(summary_a.pending_counts) if not summary_a.complete else {}
+        result["pending_b"] = dict(summary.pending_counts) if not summary.complete else {}
         pairs.append({"model": model, "dataset": dataset, **result})
     return {"a": str(work_a), "b": str(work_b), "pairs": pairs,
             "only_in_a": [f"{m}/{d}" for m, d in sorted(summaries_a.keys() - summaries_b.keys())],
@@ -212,6 +233,12 @@ def format_text(result: dict[str, Any], max_changed: int = 200) -> str:
         if unmatched:
             lines.append(f"  left out: {p['unmatched_a']} scored only in A, "
                          f"{p['unmatched_b']} scored only in B")
+        for side in ("a", "b"):
+            if pending := p.get(f"pending_{side}"):
+                lines.append(f"  {side.upper()} is INCOMPLETE (pending: "
+                             + ", ".join(f"{n} {status}" for status, n in pending.items())
+                             + "): the figures below are over the samples both runs "
+                             "scored, not its result")
         if p.get("metrics_not_compared"):
             lines.append(f"  metrics not compared: {p['metrics_not_compared']}; scores "
                          "computed with different settings are different metrics")

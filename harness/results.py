@@ -301,8 +301,10 @@ def replica_metrics(per_sample: dict[int, list[int]], per_replica: dict[int, lis
     for k in ks:
         values = [pass_at_k(n, c, k) for n, c in per_sample.values() if n >= k]
         pass_at[f"pass@{k}"] = 100.0 * sum(values) / len(values) if values else None
-        # Over samples, like accuracy's: the per-sample estimates are independent.
-        pass_ci[f"pass@{k}"] = _percent(proportion_interval(values, len(values)))
+        # Over samples, like accuracy's: the per-sample estimates are independent. A
+        # sample of n replicas holds n // k disjoint tries of k (pass@1: accuracy's).
+        tries = sum(n // k for n, _ in per_sample.values() if n >= k)
+        pass_ci[f"pass@{k}"] = _percent(proportion_interval(values, tries))
     sample_means = [c / n for n, c in per_sample.values() if n]
     draws = sum(n for n, _ in per_sample.values())
     return {

@@ -33,7 +33,7 @@ def _cell(s: ResultSummary) -> str:
         return _metric_cell(s)
     if not s.complete or s.accuracy is None or s.extract_rate is None:
         return _incomplete_cell(s)
-    text = f"{s.accuracy:.2f} ({s.correct}/{s.scored}, extract {s.extract_rate:.0f}%)"
+    text = f"{s.accuracy:.2f} ({s.correct}/{s.scored}, extract {rate(s.extract_rate)}%)"
     cascade = s.cascade_stats
     if cascade and s.judge_mode in ("cascade", "parallel"):
         # The seed asks for both layers, so results compare with pure-rule runs.
@@ -42,6 +42,17 @@ def _cell(s: ResultSummary) -> str:
     if cascade and cascade["unparsed"]:
         text += f" [{cascade['unparsed']} unparsed]"
     return text
+
+
+def rate(percent: float) -> str:
+    """A percentage to one decimal (none for a whole number), never rounded to 100 or 0
+    when it is neither: 200 answers of 201 extracted is not "100%"."""
+    text = f"{percent:.1f}"
+    if text == "100.0" and percent < 100:
+        text = "99.9"
+    elif text == "0.0" and percent > 0:
+        text = "0.1"
+    return text.removesuffix(".0")
 
 
 def _incomplete_cell(s: ResultSummary) -> str:
@@ -66,5 +77,5 @@ def _metric_cell(s: ResultSummary) -> str:
     if not s.complete:
         pending = ", ".join(f"{n} {status}" for status, n in s.pending_counts.items())
         return f"INCOMPLETE {text} ({s.scored}/{s.total} scored; pending: {pending})"
-    extract = f", extract {s.extract_rate:.0f}%" if s.extract_rate is not None else ""
+    extract = f", extract {rate(s.extract_rate)}%" if s.extract_rate is not None else ""
     return f"{text} ({s.scored} scored{extract})"

@@ -227,3 +227,37 @@ def test_with_replicas_the_interval_is_over_samples_not_rows():
     assert [low, high] == clustered_interval([1.0] * 2 + [-1.0] * 4 + [0.0] * 6)
     rows_low, rows_high = paired_interval(fixed=4, broken=8, both=12, n=24)
     assert high - low > rows_high - rows_low
+
+
+def test_with_replicas_an_equal_change_everywhere_is_not_a_certainty():
+    # Five samples, three replicas: A wrong everywhere, B right on replica 0 only. Every
+    # sample's difference is +1/3, and the interval over samples alone was a point.
+    a = {(i, r): ("x", False) for i in range(5) for r in range(3)}
+    b = {(i, r): ("y", r == 0) for i in range(5) for r in range(3)}
+    result = compare_verdicts(a, b)
+    assert result["difference"] == pytest.approx(100 / 3)
+    low, high = result["ci95"]
+    assert [low, high] == paired_interval(fixed=5, broken=0, both=0, n=15)
+    assert low < 100 / 3 - 10 and high > 100 / 3 + 10
+
+
+async def test_an_incomplete_run_is_named_and_the_cli_exits_1(two_runs, tmp_path):
+    import shutil
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    a, b = two_runs
+    incomplete = tmp_path / "b"
+    shutil.copytree(b, incomplete)
+    # As a run with a failed call writes it: not complete, a pending count.
+    for path in (incomplete / "results").rglob("*.json"):
+        data = json.loads(path.read_text())
+        data.update(complete=False, pending=1, pending_counts={"model_error": 1})
+        path.write_text(json.dumps(data))
+    text = format_text(compare_dirs(a, incomplete))
+    assert "B is INCOMPLETE (pending: 1 model_error): the figures below are over the " \
+           "samples both runs scored, not its result" in text
+    result = await anyio.run_process(cli("compare", str(a), str(incomplete)), env=env,
+                                     check=False)
+    assert result.returncode == 1 and b"B is INCOMPLETE" in result.stdout
+    result = await anyio.run_process(cli("compare", str(a), str(b)), env=env, check=False)
+    assert result.returncode == 0 and b"INCOMPLETE" not in result.stdout

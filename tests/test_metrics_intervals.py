@@ -98,3 +98,18 @@ def test_empty_or_mismatched_input_is_an_error():
         bootstrap_interval(np.empty((0, 2)), ratio_of_sums)
     with pytest.raises(ValueError):
         paired_bootstrap_interval(mean_rows([1.0]), mean_rows([1.0, 2.0]), ratio_of_sums)
+
+
+def test_pass_at_1_has_accuracys_interval():
+    from harness.results import replica_metrics
+
+    # Five samples, three replicas: 2/3, 1/3, 0, 3/3, 1/3 right.
+    per_sample = {i: [3, c] for i, c in enumerate([2, 1, 0, 3, 1])}
+    per_replica = {r: [5, 2] for r in range(3)}
+    metrics = replica_metrics(per_sample, per_replica, 3)
+    assert metrics["pass_at_k"]["pass@1"] == pytest.approx(100 * 7 / 15)
+    assert metrics["pass_at_k_ci95"]["pass@1"] == metrics["_sample_ci95"]
+    # pass@3: one try of three per sample, so no narrower than Wilson over the samples.
+    low, high = metrics["pass_at_k_ci95"]["pass@3"]
+    w_low, w_high = wilson_bounds(4, 5)
+    assert low <= round(100 * w_low, 2) and high >= round(100 * w_high, 2)

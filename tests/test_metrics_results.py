@@ -270,3 +270,10 @@ async def test_empty_replies_count_in_corpus_bleu_as_empty_outputs(tmp_path):
     assert data["metrics"]["chrf"]["value"] == pytest.approx(
         sacrebleu.corpus_chrf(hyps, refs).score, abs=1e-4)
     assert data["metrics"]["bleu"]["n"] == LIMIT
+    # BLEU judges no sample right or wrong, an empty one neither: so compare finds no
+    # per-sample verdicts, and shows no accuracy beside the metrics.
+    assert {r["correct"] for r in rows} == {None}
+    await run_config(NTREX, tmp_path / "b", perfect)
+    (pair,) = compare_dirs(tmp_path / "w", tmp_path / "b")["pairs"]
+    assert pair["accuracy_a"] is None and pair["paired"] == LIMIT
+    assert "accuracy A" not in format_text(compare_dirs(tmp_path / "w", tmp_path / "b"))

@@ -180,6 +180,19 @@ async def test_replicas_all_wrong_get_an_interval_not_a_point(tmp_path):
     assert low == 0.0 and high == pytest.approx(32.44, abs=0.01)  # Wilson, 0 of 8
 
 
+async def test_one_extraction_failure_in_201_is_not_shown_as_100_percent(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 201)
+
+    def replies(body):
+        return "no idea" if "What is 0 + 1?" in str(body) else arith_reply(body)
+
+    async with FakeOpenAI(responder=replies) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert report.result("arith")["counts"]["extract_failed"] == 1
+    assert "extract 99.5%)" in report.table()
+
+
 async def test_extraction_failure_is_counted_in_extract_rate(tmp_path):
     data = write_arith(tmp_path / "a.jsonl", 10)
 

@@ -52,6 +52,9 @@ class BaseEvaluator:
     #: Evaluators that run programs (code) are awaited through ``ascore_sample``.
     executes: bool = False
     metric: ClassVar[str] = "accuracy"
+    #: Whether ``score_sample`` judges each sample right or wrong (``correct``); BLEU and
+    #: ROUGE only score, so a sample without an answer is not "wrong" there either.
+    verdicts: ClassVar[bool] = True
     timeout: float = 30.0
 
     def __init__(self, timeout: float | None = None,

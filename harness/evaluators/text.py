@@ -45,6 +45,7 @@ class BleuEvaluator(BaseEvaluator):
     """
 
     metric = "bleu"
+    verdicts = False
 
     def __init__(self, tokenize: str | None = None, lowercase: bool = False,
                  chrf_word_order: int = 0, **kwargs: Any) -> None:
@@ -108,6 +109,7 @@ class RougeEvaluator(BaseEvaluator):
     """
 
     metric = "rouge1"
+    verdicts = False
 
     def __init__(self, use_stemmer: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)

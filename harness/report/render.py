@@ -16,6 +16,7 @@ import math
 from html import escape
 from typing import Any
 
+from ..table import rate
 from .assets import CSS, JS
 from .svg import COLORS, bar_chart
 
@@ -125,7 +126,7 @@ def _cell(s: dict[str, Any]) -> str:
         parts.append(f' <span class="small">95% CI {ci[0]:.2f}–{ci[1]:.2f}</span>')
     parts.append(f'<div>{s["correct"]} / {s["scored"]} correct')
     if s.get("extract_rate") is not None:
-        parts.append(f' · extract {s["extract_rate"]:.1f}%')
+        parts.append(f' · extract {rate(s["extract_rate"])}%')
     parts.append("</div>")
     cascade = s.get("cascade_stats")
     if cascade and s.get("judge_mode") in ("cascade", "parallel"):

@@ -310,7 +310,8 @@ class Scorer:
             # (a transient empty reply was retried and never gets here). Nothing for a
             # judge to read; a cascade's rule layer counts it as a rule failure.
             scored = self.mode != "infer" and dataset.evaluator is not None
-            empty = result("empty_reply", "", correct=False if scored else None,
+            wrong = scored and dataset.evaluator is not None and dataset.evaluator.verdicts
+            empty = result("empty_reply", "", correct=False if wrong else None,
                            error="the model's reply was empty")
             has_rule, judge, _ = self.plans[sample.dataset]
             if scored and has_rule and judge is not None:
@@ -381,7 +382,8 @@ class Scorer:
         assert evaluator is not None
         extracted, reference = found.prediction, found.reference
         if found.failed:
-            return result("extract_failed", extracted, reference, False), True
+            return result("extract_failed", extracted, reference,
+                          False if evaluator.verdicts else None), True
         if detail is not None:
             return _from_detail(result, detail, extracted, reference), True
         reproducible = True
