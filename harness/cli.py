@@ -178,8 +178,13 @@ def _run(args: argparse.Namespace) -> int:
     try:
         report = anyio.run(go)
     except KeyboardInterrupt:
+        from .urls import redact_url
+
+        # A base URL may carry a secret (?api-key=…): never echoed, even here.
+        shown = [redact_url(arg) for arg in sys.argv[1:]]
+        masked = " (with its URL's secrets, masked here)" if shown != sys.argv[1:] else ""
         print("interrupted; every stored prediction and verdict is kept. Run the same "
-              "command again to resume:\n  python -m harness " + shlex.join(sys.argv[1:]),
+              f"command again{masked} to resume:\n  python -m harness " + shlex.join(shown),
               file=sys.stderr)
         from .interrupt import EXIT_INTERRUPTED
 

@@ -23,7 +23,7 @@ from .prompt import as_text
 from .records import ModelSpec
 from .retry import BadResponse, CallStats, RetryPolicy
 from .transport import Transport, make_transport
-from .urls import MASK, redact_text, redact_url
+from .urls import redact_text, redact_url
 
 Logprobs = tuple[tuple[str, float, tuple[tuple[str, float], ...]], ...]
 _T = TypeVar("_T")
@@ -143,7 +143,7 @@ class ModelClient:
         try:
             result, tries = await self.policy.call(self._in_slot(send),
                                                    self.stats, self._description, self.breaker,
-                                                   body, self.limiter)
+                                                   body, self.limiter, self.redact)
         except ModelCallError as exc:
             # Still cut short or empty after the retries: that is the model's real
             # answer (a context-length stop, nothing to say), so keep it rather than
@@ -175,8 +175,9 @@ class ModelClient:
                     self._counts.in_flight -= 1
 
         try:
-            return await self.policy.call(self._in_slot(send),
-                                          self.stats, self._description, self.breaker, body)
+            return await self.policy.call(self._in_slot(send), self.stats,
+                                          self._description, self.breaker, body,
+                                          redact=self.redact)
         except ModelCallError as exc:
             raise self.redacted(exc) from None
 
@@ -185,7 +186,7 @@ class ModelClient:
         try:
             data, _ = await self.policy.call(lambda: self._transport.get("/models"),
                                              self.stats, self._description, self.breaker,
-                                             "GET /models")
+                                             "GET /models", redact=self.redact)
         except ModelCallError as exc:
             raise self.redacted(exc) from None
         items = data.get("data") if isinstance(data, dict) else None
@@ -234,20 +235,21 @@ class ModelClient:
         return True
 
     def redacted(self, exc: ModelCallError) -> ModelCallError:
-        """``exc`` with this client's API key removed from its texts: a server may echo
-        the request, key included (the raw cause, which could hold it, is dropped)."""
+        """``exc`` as raised to the caller: without the transport error it was raised
+        from, whose raw text may quote the request, key included. Its own texts are
+        masked already: the retry policy and the breaker mask every error text with
+        ``redact`` before they shorten or rewrite it."""
         if isinstance(exc, EndpointDownError):
-            return EndpointDownError(self.redact(str(exc)), endpoint=exc.endpoint,
-                                     cause=self.redact(exc.cause))
-        return type(exc)(self.redact(str(exc)), kind=exc.kind, status=exc.status,
-                         attempts=exc.attempts, cause=self.redact(exc.cause))
+            return EndpointDownError(str(exc), endpoint=exc.endpoint, cause=exc.cause)
+        return type(exc)(str(exc), kind=exc.kind, status=exc.status,
+                         attempts=exc.attempts, cause=exc.cause)
 
     def redact(self, text: str) -> str:
-        """``text`` with this client's API key and the secrets of its URL removed
-        (errors may echo request data)."""
+        """``text`` with this client's API key and the secrets of its URL masked (errors
+        may echo request data). Give it the whole raw text: a secret already cut short
+        (but at the very end) or rewritten is no longer found."""
         key = self.spec.api_key
-        text = text.replace(key, MASK) if key and len(key) >= 4 else text
-        return redact_text(text, self.spec.base_url)
+        return redact_text(text, self.spec.base_url, *([key] if key and len(key) >= 4 else []))
 
 
 class UsableReply(BadResponse):

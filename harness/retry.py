@@ -99,16 +99,32 @@ def classify(exc: BaseException) -> Classified:
     return Classified("unexpected", False)
 
 
-def failure_cause(exc: BaseException) -> str:
+#: Masks the secrets in a raw error text (``ModelClient.redact``): a server may echo the
+#: request, key included.
+Redact = Callable[[str], str]
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
+def failure_cause(exc: BaseException, redact: Redact = _as_is) -> str:
     """What went wrong in one attempt, in a few words that are the same for every attempt
     that failed the same way (``'connection refused'``, ``'HTTP 500: <first line>'``).
 
     Tokens that differ from one request to the next (request ids, UUIDs, hashes, long
-    numbers such as timestamps) read ``…``, so failures group by cause.
+    numbers such as timestamps) read ``…``, so failures group by cause. ``redact`` masks
+    the secrets of the raw text first: a secret cut short or with its digits rewritten
+    would no longer be found whole, and part of it would show.
     """
     if isinstance(exc, TransportError) and exc.cause is not None:
-        return exc.cause
-    return _first_line(str(exc) or type(exc).__name__)
+        return redact(exc.cause)
+    return _first_line(_text(exc, redact))
+
+
+def _text(exc: BaseException, redact: Redact) -> str:
+    """The whole text of ``exc``, its secrets masked: what any shorter text is cut from."""
+    return redact(str(exc) or type(exc).__name__)
 
 
 #: A run of hex digits (with dashes: UUIDs, dates) standing on its own, holding a digit.
@@ -191,8 +207,8 @@ class RetryPolicy:
 
     async def call(self, attempt: Callable[[], Awaitable[T]], stats: CallStats,
                    describe: str, breaker: CircuitBreaker | None = None,
-                   request: object = None, pacer: RateLimiter | None = None
-                   ) -> tuple[T, int]:
+                   request: object = None, pacer: RateLimiter | None = None,
+                   redact: Redact = _as_is) -> tuple[T, int]:
         """Run ``attempt`` under the policy; return ``(result, attempts_made)``.
 
         ``breaker``, the endpoint's circuit breaker, hears of every attempt (at
@@ -202,6 +218,10 @@ class RetryPolicy:
 
         A failure for good raises ``ModelCallError`` (or ``PermanentModelError`` for
         auth/not-found errors) with the attempt count, translated from the transport error.
+        ``redact`` masks the caller's secrets (an API key, the secrets of its URL) in
+        every error text, whole, before it is shortened or rewritten: in that error's
+        message and ``cause`` and in the causes the breaker keeps. The error is raised
+        from the transport's, whose raw text the caller drops.
         """
         started = time.monotonic()
         # Most calls succeed at once: their one attempt runs here, and only a failed one
@@ -212,16 +232,16 @@ class RetryPolicy:
                 result = await attempt()
             except Exception as exc:
                 return await self._retry(attempt, stats, describe, breaker, request, pacer,
-                                         started, exc)
+                                         redact, started, exc)
             if breaker is not None:
                 breaker.success()
             return result, 1
-        return await self._retry(attempt, stats, describe, breaker, request, pacer, started,
-                                 None)
+        return await self._retry(attempt, stats, describe, breaker, request, pacer, redact,
+                                 started, None)
 
     async def _retry(self, attempt: Callable[[], Awaitable[T]], stats: CallStats,
                      describe: str, breaker: CircuitBreaker | None, request: object,
-                     pacer: RateLimiter | None, started: float,
+                     pacer: RateLimiter | None, redact: Redact, started: float,
                      first: Exception | None) -> tuple[T, int]:
         """``call`` once its first attempt failed with ``first`` (``None``: none was made,
         the breaker being open): the failure counted, then retried or raised for good."""
@@ -236,7 +256,7 @@ class RetryPolicy:
             stats.count(kind)
             failed[kind] = failed.get(kind, 0) + 1
             if breaker is not None:
-                await breaker.failure(kind, failure_cause(exc), request)
+                await breaker.failure(kind, failure_cause(exc, redact), request)
                 breaker.check()  # opened by this failure: the run stops, whatever it was
 
         async def counted() -> T:
@@ -282,10 +302,10 @@ class RetryPolicy:
             message = f"{describe}: {info.kind}" + (f" (HTTP {info.status})" if info.status else "")
             if isinstance(exc, EndpointDownError):
                 raise  # the run stops: nothing to add per call
-            message += f" after {tries} attempt{'s' * (tries != 1)}: {_short(exc)}"
+            message += f" after {tries} attempt{'s' * (tries != 1)}: {_short(exc, redact)}"
             cls = PermanentModelError if info.kind in ("auth", "not_found") else ModelCallError
             raise cls(message, kind=info.kind, status=info.status, attempts=tries,
-                      cause=failure_cause(exc)) from exc
+                      cause=failure_cause(exc, redact)) from exc
 
     def _retrying(self, stats: CallStats,
                   retryable: Callable[[BaseException], bool]) -> AsyncRetrying:
@@ -310,6 +330,6 @@ class RetryPolicy:
         )
 
 
-def _short(exc: BaseException, limit: int = 300) -> str:
-    text = str(exc) or type(exc).__name__
+def _short(exc: BaseException, redact: Redact, limit: int = 300) -> str:
+    text = _text(exc, redact)
     return text if len(text) <= limit else text[:limit] + "…"

@@ -65,11 +65,33 @@ def url_secrets(url: str) -> list[str]:
     return sorted({s for s in both if len(s) >= 3}, key=len, reverse=True)
 
 
-def redact_text(text: str, url: str) -> str:
-    """``text`` with every secret of ``url`` masked."""
-    for secret in url_secrets(url):
+#: The fewest characters of a secret's start masked at the end of a text.
+MIN_CUT = 4
+
+
+def redact_text(text: str, url: str, *secrets: str) -> str:
+    """``text`` with every secret of ``url`` masked, and ``secrets`` (an API key) too.
+
+    Give it the whole text, before it is shortened or rewritten: only a whole secret is
+    found, or the start of one that ends the text (at least ``MIN_CUT`` characters of
+    it), which is what a text cut short before it came here leaves, such as an error
+    body kept to its first characters.
+    """
+    found = sorted({s for s in (*secrets, *url_secrets(url)) if s}, key=len, reverse=True)
+    for secret in found:  # longest first, so a secret that contains another goes whole
         text = text.replace(secret, MASK)
-    return text
+    cut = min((_cut_start(text, secret) for secret in found), default=len(text))
+    return text if cut == len(text) else text[:cut] + MASK
+
+
+def _cut_start(text: str, secret: str) -> int:
+    """Where the longest start of ``secret`` (``MIN_CUT`` characters or more, not all of
+    it) that ends ``text`` begins; ``len(text)`` if none does."""
+    end = len(text) - MIN_CUT + 1
+    i = text.find(secret[0], max(0, len(text) - len(secret) + 1), end)
+    while i != -1 and not secret.startswith(text[i:]):
+        i = text.find(secret[0], i + 1, end)
+    return len(text) if i == -1 else i
 
 
 def endpoint_url(url: str, source: str) -> str:

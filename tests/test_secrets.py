@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import socket
 import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote
 
 import anyio
 import pytest
 from aiohttp import web
 
+from harness.client import ModelClient
+from harness.errors import ModelCallError
+from harness.records import ModelSpec
+from harness.retry import RetryPolicy
 from harness.testing import FakeOpenAI, Fault
+from harness.urls import MASK, redact_text
 
-from .helpers import model_and_judge, write_arith, write_judge_config
+from .helpers import JUDGE_MODEL, model_and_judge, write_arith, write_config, write_judge_config
 from .test_cli import cli, env
 
 MODEL_KEY = "sk-planted-model-key-7f3a9c"
@@ -76,7 +87,6 @@ async def test_key_echoed_by_the_server_is_redacted_from_errors(tmp_path):
     await site.start()
     try:
         data = write_arith(tmp_path / "a.jsonl", 2)
-        from .helpers import write_config
         cfg = write_config(tmp_path / "cfg.py", data)
         result = await anyio.run_process(
             cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--model-base-url",
@@ -185,3 +195,198 @@ async def test_a_key_in_the_url_query_reaches_no_output(tmp_path):
             assert URL_QUERY_KEY.encode() not in path.read_bytes(), path
     for stream in (first.stdout, first.stderr, second.stdout, second.stderr):
         assert URL_QUERY_KEY.encode() not in stream
+
+
+# Secrets echoed by a server and then shortened (red team F6) -----------------------------
+#
+# Error texts are shortened (the first line, cut at 120 or 300 characters; a plain error
+# body at 500) and rewritten (digit runs read ``…``): a secret masked only after that is
+# no longer found whole, and part of it shows. So the whole raw text is masked first.
+
+def _b64(seed: str, length: int) -> str:
+    """``length`` characters of a token-like (base64url) text, the same every run."""
+    text, block = "", seed.encode()
+    while len(text) < length:
+        block = hashlib.sha512(block).digest()
+        text += base64.urlsafe_b64encode(block).decode().rstrip("=")
+    return text[:length]
+
+
+#: A key with a digit run, which ``…`` would replace in a failure's cause.
+DIGIT_RUN_KEY = "sk-acme-20240611-Hunter2Secret"
+#: An OpenAI project key: 164 characters, longer than a cause's 120.
+LONG_KEY = "sk-proj-" + _b64("long", 156)
+#: A bearer token longer than the 500 characters kept of a plain-text error body.
+JWT_LIKE = "eyJhbGciOiJSUzI1NiJ9." + _b64("jwt", 600)
+#: A secret in the base URL's query, as written (the server echoes it decoded too).
+QUERY_SECRET = "QSECRET%2Bsig%3Dabc777"
+
+
+@dataclass(frozen=True)
+class Echo:
+    """A case: the key sent, a query on the base URL, where the echo starts in the error
+    message (JSON) or body (``plain``), and the secrets no piece of may be seen."""
+
+    key: str
+    query: str = ""
+    at: int = 0
+    plain: bool = False
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        query = self.query.partition("=")[2]
+        return (self.key, *((query, unquote(query)) if query else ()))
+
+
+ECHOES = {
+    "digit-run-key": Echo(DIGIT_RUN_KEY),
+    "164-char-key": Echo(LONG_KEY),
+    "query-secret": Echo("sk-query-case-0001", query=f"?api-key={QUERY_SECRET}"),
+    # at character 301 of the body (its JSON wrapper adds 21), 290 of the error text
+    # (after ``HTTP 500: ``): it straddles the 300 characters an error's message keeps.
+    "key-past-300": Echo(DIGIT_RUN_KEY, at=280),
+    # a plain-text body, of which 500 characters are kept: the token is cut in two.
+    "plain-body-cut-key": Echo(JWT_LIKE, at=100, plain=True),
+}
+
+
+class EchoingProxy(FakeOpenAI):
+    """The fake server behind a proxy that answers any request carrying ``echo.key`` with
+    a 500 quoting what it was sent: the bearer token and the query (as sent and decoded),
+    starting at character ``echo.at`` of the error message (or of a plain-text body).
+    Requests with another key are served as usual (the model, when the judge echoes)."""
+
+    def __init__(self, echo: Echo, **kw) -> None:
+        super().__init__(**kw)
+        self.echo = echo
+        self.echoed = 0
+
+    def _echoed(self, request: web.Request) -> web.Response | None:
+        token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+        if token != self.echo.key:
+            return None
+        self.echoed += 1
+        text = ("upstream rejected the credentials ".ljust(self.echo.at, ".") + token
+                + f" for query {request.rel_url.raw_query_string!r}"
+                + f" ({request.query_string!r}) at 2024-06-11T10:00:00 id 7f3a9c01d2e4")
+        if self.echo.plain:
+            return web.Response(status=500, text=text)
+        return self._error("server_error", message=text)
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
+        reply = self._echoed(request)
+        return reply if reply is not None else await super()._answer(request)
+
+    async def _list_models(self, request: web.Request) -> web.Response:
+        reply = self._echoed(request)
+        return reply if reply is not None else await super()._list_models(request)
+
+
+def pieces(secret: str) -> set[str]:
+    """Every 8-character piece of ``secret``: none of them may be seen."""
+    return {secret[i:i + 8] for i in range(max(1, len(secret) - 7))}
+
+
+def assert_no_piece(secrets: tuple[str, ...], *texts: str | bytes, where: str = "") -> None:
+    for secret in secrets:
+        for piece in pieces(secret):
+            for text in texts:
+                data = text.encode() if isinstance(text, str) else text
+                assert piece.encode() not in data, (where, piece, secret)
+
+
+def assert_no_piece_in_files(secrets: tuple[str, ...], work: Path) -> None:
+    for path in work.rglob("*"):
+        if path.is_file():
+            assert_no_piece(secrets, path.read_bytes(), where=str(path))
+
+
+@pytest.mark.parametrize("role", ["model", "judge"])
+@pytest.mark.parametrize("transport", ["aiohttp", "openai"])
+@pytest.mark.parametrize("echo", ECHOES.values(), ids=ECHOES.keys())
+async def test_an_echoed_secret_is_masked_whole_in_every_error_text(echo, transport, role):
+    """The client's errors (message, cause), the cause its breaker keeps and the error
+    it gives: no piece of the key or of the URL's secret, however the text was cut."""
+    if echo.query and transport == "openai":
+        pytest.skip("the SDK puts a base URL's query before the path: a 404, no echo")
+    async with EchoingProxy(echo) as srv:
+        spec = ModelSpec(abbr="m", model="fake-model", base_url=srv.base_url + echo.query,
+                         api_key=echo.key, transport=transport)
+        client = ModelClient(spec, role=role,
+                             policy=RetryPolicy(max_attempts=2, initial=0.01, maximum=0.02))
+        try:
+            with pytest.raises(ModelCallError) as completing:
+                await client.complete([{"role": "user", "content": "hi"}], {"max_tokens": 8})
+            with pytest.raises(ModelCallError) as listing:
+                await client.list_models()
+        finally:
+            await client.aclose()
+    assert srv.echoed == 4  # two attempts each: the server did quote the secrets
+    down = client.breaker.error()
+    texts = [str(completing.value), completing.value.cause, completing.value.outcome,
+             str(listing.value), listing.value.cause, str(down), down.cause]
+    assert completing.value.kind == "server_error"
+    assert_no_piece(echo.secrets, *texts, where=f"{role} error texts")
+    # What the server quoted is in the texts, masked (a cause keeps only the body's
+    # start; the SDK wraps the body in its own words, or drops a plain-text one).
+    if transport == "aiohttp":
+        assert "***" in str(completing.value)
+        if echo.at == 0:
+            assert "***" in completing.value.cause and "***" in down.cause
+
+
+async def _run(tmp_path: Path, echo: Echo, role: str) -> tuple[Path, bytes, bytes]:
+    data = write_arith(tmp_path / "a.jsonl", 3)
+    async with EchoingProxy(echo, responder=model_and_judge,
+                            models=("fake-model", JUDGE_MODEL)) as srv:
+        if role == "model":
+            cfg = write_config(tmp_path / "cfg.py", data)
+            flags = ["--model-base-url", srv.base_url + echo.query, "--model", "fake-model",
+                     "--api-key-env", "K"]
+        else:
+            cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="judge",
+                                     judge={"key": echo.key},
+                                     judge_url=srv.base_url + echo.query)
+            flags = []
+        result = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(tmp_path / "w"), "--max-attempts", "2", *flags),
+            env=env(K=echo.key), check=False)
+    assert srv.echoed > 0
+    assert result.returncode == 1, result.stderr.decode()
+    (tmp_path / "cfg.py").unlink()  # the user's config holds the judge key and URL
+    return tmp_path / "w", result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("role", ["model", "judge"])
+@pytest.mark.parametrize("echo", ECHOES.values(), ids=ECHOES.keys())
+async def test_an_echoed_secret_reaches_no_output_in_part(tmp_path, echo, role):
+    """A run whose calls all fail with the secrets quoted: the errors are written, masked,
+    and no piece of a secret is in the results, summary, details, store or streams."""
+    work, stdout, stderr = await _run(tmp_path, echo, role)
+    abbr = "fake" if role == "judge" else "fake-model"
+    details = work / "details" / abbr / "arith.jsonl"
+    for path in (details, work / "results" / abbr / "arith.json", work / "summary.json",
+                 work / "harness.db"):
+        assert path.is_file(), sorted(work.rglob("*"))
+        assert_no_piece(echo.secrets, path.read_bytes(), where=str(path))
+    assert_no_piece_in_files(echo.secrets, work)  # and anything else written there
+    assert_no_piece(echo.secrets, stdout, stderr, where="streams")
+    rows = [json.loads(line) for line in details.read_text().splitlines()]
+    errors = [str(r.get("error") or "") + str(r.get("cause") or "") for r in rows]
+    assert any("***" in e for e in errors), rows  # the quoted secrets were written, masked
+
+
+def test_a_secret_is_masked_whole_or_where_a_cut_text_ends_inside_it():
+    """``redact_text`` masks a whole secret anywhere, and a start of one (4 characters or
+    more) that ends the text: what is left of it in a text cut short before masking."""
+    url = f"http://h/v1?api-key={QUERY_SECRET}"
+    key = DIGIT_RUN_KEY
+    assert redact_text(f"a {key} b {key}", url, key) == f"a {MASK} b {MASK}"
+    assert redact_text("q=QSECRET+sig=abc777 and QSECRET%2Bsig%3Dabc777", url) \
+        == f"q={MASK} and {MASK}"
+    assert redact_text("Bearer sk-acme-2024", url, key) == f"Bearer {MASK}"
+    assert redact_text("cut: QSECRET%2B", url, key) == f"cut: {MASK}"
+    # three characters are no secret's piece; a start of a secret mid-text is other text
+    assert redact_text("Bearer sk-", url, key) == "Bearer sk-"
+    assert redact_text("sk-acme-2024 is a prefix", url, key) == "sk-acme-2024 is a prefix"
+    assert redact_text("nothing here", url, key) == "nothing here"
