@@ -240,6 +240,17 @@ def test_parallel_disagreement_both_ways():
     assert flags_of(rule_yes_judge_no, category) == ["disagree"]
 
 
+def test_a_rule_correct_sample_with_an_unreadable_verdict_is_under_the_unparsed_filter():
+    # Parallel mode: correct by the rule, but the judge's verdict was unreadable. The
+    # CLI's cascade_stats counts it as unparsed, so the report's filter lists it too
+    # (as it lists a judge error on such a sample under "errors").
+    unparsed = row(0, True, rule_evaluation={"correct": True},
+                   llm_evaluation={"status": "unparsed", "verdict": None})
+    category = categorize(unparsed, "cascade")
+    assert category == "rule_correct"
+    assert flags_of(unparsed, category) == ["unparsed"]
+
+
 def test_unparsed_and_judge_errors_are_their_own_bars():
     unparsed = row(0, False, rule_evaluation={"correct": False},
                    llm_evaluation={"status": "unparsed", "verdict": None})

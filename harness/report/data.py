@@ -113,7 +113,8 @@ def flags_of(row: dict[str, Any], category: str) -> list[str]:
         flags.append("disagree")
     if row.get("status") in NO_ANSWER_STATUSES:
         flags.append("extract")
-    if category == "unparsed":
+    # Whatever the category: a rule-correct sample (parallel mode) may have one too.
+    if category == "unparsed" or judge.get("status") == "unparsed":
         flags.append("unparsed")
     if category == "error" or judge.get("status") == "error":
         flags.append("errors")
