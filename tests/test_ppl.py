@@ -13,9 +13,9 @@ import pytest
 
 import harness
 from harness.errors import ConfigError, DatasetError
-from harness.ppl.probe import UnsupportedLikelihoodError
+from harness.ppl.probe import PROBE_TEXT, UnsupportedLikelihoodError
 from harness.ppl.runner import shared_token_start
-from harness.testing import FakeOpenAI, logprobs
+from harness.testing import FakeOpenAI, Fault, logprobs
 from harness.testing.logprobs import Scorer
 
 from .helpers import count_stored
@@ -99,6 +99,52 @@ async def test_replicas_share_their_likelihood_requests(tmp_path, method):
         result = report.result("mc")
         assert result["total"] == 27 and result["correct"] == 27
         assert result["replica_accuracy"] == [100.0, 100.0, 100.0]
+
+
+async def test_a_probe_that_fails_concludes_nothing_and_is_asked_again(tmp_path):
+    # The echo probe's first call fails (a 500): that says nothing of what the server
+    # offers. Concluding "no echo" switched the whole run to next-token likelihoods, and
+    # the stored next-token rows kept it there on every rerun.
+    golds = write_mc(tmp_path / "mc.jsonl", 6)
+    probes = []
+
+    def faults(body, attempt):
+        if body.get("echo") and body.get("prompt") == PROBE_TEXT:
+            probes.append(attempt)
+            return Fault("server_error") if len(probes) == 1 else None
+        return None
+
+    async with FakeOpenAI(scorer=knows_gold(golds), faults=faults) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url)
+        cfg.write_text(cfg.read_text().replace("'api': 'completions'",
+                                               "'api': 'completions', 'max_attempts': 1"))
+        first = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=1)
+        assert first.result("mc")["counts"] == {"ok": 5, "model_error": 1}
+        assert {r["ppl"]["method"] for r in details(tmp_path / "w") if "ppl" in r} == {"echo"}
+        again = await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=1)
+    assert again.complete and again.result("mc")["correct"] == 6
+    assert {r["ppl"]["method"] for r in details(tmp_path / "w")} == {"echo"}
+
+
+async def test_a_stopped_sample_keeps_the_likelihoods_it_already_got(tmp_path):
+    # Candidates A and B answer at once, C after 3 s; the run is cancelled at 1 s. The
+    # rows of A and B were paid for: they are stored, and the rerun asks only for C.
+    golds = write_mc(tmp_path / "mc.jsonl", 1)
+
+    def latency(body):
+        prompt = body.get("prompt")
+        return 3.0 if isinstance(prompt, str) and prompt.endswith("Answer: C") else 0.0
+
+    async with FakeOpenAI(scorer=knows_gold(golds), latency=latency) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url,
+                        inferencer="dict(type=PPLInferencer, method='echo')")
+        with anyio.move_on_after(1.0):
+            await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        assert count_stored(tmp_path / "w" / "harness.db") == 2
+        before = srv.stats.total
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        assert srv.stats.total - before == 2  # the probe, and C
+    assert report.result("mc")["correct"] == 1
 
 
 def lengths_scorer() -> Scorer:

@@ -72,13 +72,17 @@ async def _ask(client: ModelClient, body: dict, path: str,
                read: Callable[[Any], Any]) -> object:
     """``read`` of the reply, or the ``ModelCallError`` that refused the request (a 400
     for an unknown field is an answer here); an auth or unknown-model error ends the
-    run as it would for any request."""
+    run as it would for any request. A call that failed (a 5xx, a timeout, a lost
+    connection, after the retries) says nothing of what the endpoint offers: it is
+    raised, so nothing is concluded from it."""
     try:
         found, _ = await client.post_json(body, path, read)
     except PermanentModelError:
         raise
     except ModelCallError as exc:
-        return exc
+        if exc.status is not None and 400 <= exc.status < 500 and exc.status != 429:
+            return exc
+        raise
     return found
 
 

@@ -2,14 +2,16 @@
 then the chosen label as the sample's completion.
 
 ``PPLRunner.complete`` takes one sample and returns its ``Completion`` (``text`` is the
-chosen label, ``details['ppl']`` every candidate's log-likelihood and score) and the
-rows to store: one per request (an echo request per candidate, or one next-token
-request per sample), keyed by ``harness.keys.prediction_key`` over what was sent and
-the likelihood parameters. Rows hold the log-probabilities themselves, so a rerun, or
-one with another ``normalization``, sends no request.
+chosen label, ``details['ppl']`` every candidate's log-likelihood and score); it stores
+a row per request as each reply arrives (an echo request per candidate, or one
+next-token request per sample), keyed by ``harness.keys.prediction_key`` over what was
+sent and the likelihood parameters. Rows hold the log-probabilities themselves, so a
+rerun, or one with another ``normalization``, sends no request.
 
 Each endpoint is probed once, on the first sample that needs a request, for what it
-offers (``harness.ppl.probe``); a rerun served from the store probes nothing.
+offers (``harness.ppl.probe``); a rerun served from the store probes nothing. A probe
+that fails (a 5xx, a timeout) concludes nothing: that sample fails (and is retried on
+the next run), and the next one probes again.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ from .requests import (
 )
 
 GetClient = Callable[[], Awaitable[ModelClient]]
+#: Stores the row of one likelihood request (sends it to the run's store writer).
+Keep = Callable[[Completion], Awaitable[None]]
 
 
 class PPLRunner:
@@ -52,9 +56,10 @@ class PPLRunner:
         self._lock = anyio.Lock()
 
     async def complete(self, sample: Sample, dataset: Any, identity: Mapping[str, Any],
-                       get_client: GetClient, calls: Shared[Reply] | None = None
-                       ) -> tuple[Completion, list[Completion]]:
-        """The sample's completion and the rows to store (see the module docstring).
+                       get_client: GetClient, keep: Keep,
+                       calls: Shared[Reply] | None = None) -> Completion:
+        """The sample's completion; ``keep`` stores each request's row (see the module
+        docstring) as its reply arrives, so a run stopped mid-sample pays for none again.
 
         A request that fails for good makes the completion an ``error`` (retried on the
         next run); an endpoint without log-probabilities raises
@@ -67,18 +72,24 @@ class PPLRunner:
         stored, method = await self._lookup(plan, ppl.method)
         found = {key: json.loads(s.text) for key, s in stored.items()}
         rows: list[Completion] = []
+
+        async def kept(row: Completion) -> None:
+            rows.append(row)
+            await keep(row)
+
         attempts = 0
         if method is None:
             client = await get_client()
-            method = await self._method(client, plan, ppl.method, ppl.top_logprobs)
             try:
-                attempts = await self._request(client, plan, method, found, rows, calls)
+                # A probe that failed is not cached: the next sample asks again.
+                method = await self._method(client, plan, ppl.method, ppl.top_logprobs)
+                attempts = await self._request(client, plan, method, found, kept, calls)
             except PermanentModelError:
                 raise
             except ModelCallError as exc:
                 return Completion(sample, "error", error=str(exc), attempts=exc.attempts,
-                                  cause=exc.outcome), rows
-        return plan.complete(method, found, ppl.normalization, attempts, rows), rows
+                                  cause=exc.outcome)
+        return plan.complete(method, found, ppl.normalization, attempts, rows)
 
     async def stored(self, sample: Sample, dataset: Any,
                      identity: Mapping[str, Any]) -> Completion | None:
@@ -117,10 +128,10 @@ class PPLRunner:
             "--model-api completions)")
 
     async def _request(self, client: ModelClient, plan: Plan, method: str,
-                       found: dict[str, Any], rows: list[Completion],
+                       found: dict[str, Any], keep: Keep,
                        calls: Shared[Reply] | None) -> int:
         """Get what ``found`` (the stored replies, by key) lacks into it: a new reply
-        also as a row in ``rows``; the attempts made."""
+        also as a row to ``keep``; the attempts made."""
         model = client.spec.model
         attempts = 0
         if method == "echo":
@@ -139,7 +150,7 @@ class PPLRunner:
                     return plan.row(key, plan.candidates[label], ECHO_PARAMS,
                                     "completions", parsed, used, tries)
 
-                attempts += await _asked(key, echo, found, rows, calls)
+                attempts += await _asked(key, echo, found, keep, calls)
             return attempts
 
         async def next_token() -> Completion:
@@ -150,13 +161,13 @@ class PPLRunner:
             return plan.row(plan.next_key, plan.context_messages,
                             next_token_params(plan.top), plan.api, parsed, used, tries)
 
-        return await _asked(plan.next_key, next_token, found, rows, calls)
+        return await _asked(plan.next_key, next_token, found, keep, calls)
 
 
 async def _asked(key: str, ask: Callable[[], Awaitable[Completion]], found: dict[str, Any],
-                 rows: list[Completion], calls: Shared[Reply] | None) -> int:
+                 keep: Keep, calls: Shared[Reply] | None) -> int:
     """The reply for ``key`` into ``found``: another sample's, when the run has asked
-    for it already (``calls``), else ``ask()``'s, whose row goes to ``rows``; the
+    for it already (``calls``), else ``ask()``'s, whose row goes to ``keep``; the
     attempts this made."""
     if calls is not None and not calls.claim(key):
         shared = await calls.reuse(key)
@@ -169,8 +180,8 @@ async def _asked(key: str, ask: Callable[[], Awaitable[Completion]], found: dict
     finally:
         if calls is not None:
             calls.finish(key, None if row is None else (row.text, None, None))
-    rows.append(row)
     found[key] = json.loads(row.text or "null")
+    await keep(row)
     return row.attempts
 
 

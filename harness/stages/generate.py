@@ -126,11 +126,12 @@ class Likelihoods:
         async def client() -> ModelClient:  # started only if a request is needed
             return clients.ready.get(sample.model) or await clients.get(sample.model)
 
-        completion, rows = await self.runner().complete(
-            sample, self.datasets[sample.dataset], clients.models[sample.model].identity(),
-            client, calls)
-        for row in rows:
+        async def keep(row: Completion) -> None:
             await send(store_send, row)
+
+        completion = await self.runner().complete(
+            sample, self.datasets[sample.dataset], clients.models[sample.model].identity(),
+            client, keep, calls)
         if completion.cached:
             progress.cached += 1
         else:
