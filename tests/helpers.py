@@ -88,10 +88,27 @@ def count_stored(db: Path, *tables: str) -> int:
 async def same_scores_and_a_free_rerun(report: Any, server: Any, cfg: Path, work: Path,
                                        datasets: tuple[str, ...], concurrency: int) -> None:
     """The ``datasets`` of ``report`` score alike, and the same run again sends
-    ``server`` no request and prints the same scores."""
+    ``server`` no request and prints the same scores and details (but for which
+    predictions and verdicts were reused: ``cached``)."""
     scores = {d: report.result(d)["correct"] for d in datasets}
     assert len(set(scores.values())) == 1, scores
+    rows = {s.details: _uncached(s.details) for s in report.summaries}
     server.reset()
     rerun = await harness.evaluate(cfg, work_dir=work, concurrency=concurrency)
     assert server.stats.total == 0
     assert {d: rerun.result(d)["correct"] for d in datasets} == scores
+    for path, before in rows.items():
+        after = _uncached(path)
+        assert after == before, next((a, b) for a, b in zip(after, before, strict=True) if a != b)
+
+
+def _uncached(details: Any) -> list[Any]:
+    """The rows of a details file without their ``cached`` flags."""
+    import json
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "cached"}
+        return value
+
+    return [strip(json.loads(line)) for line in Path(details).read_text().splitlines()]

@@ -180,9 +180,9 @@ async def judge_ask(receive: ObjectReceiveStream[JudgeRequest], judges: Judges,
             runner = judges.runners[request.task.result.dataset]
             shared = None if calls.claim(request.key) else await calls.reuse(request.key)
             if shared is not None:
-                await _reuse(request, replace(shared, cached=True, requests=0,
-                                              prompt_tokens=0, completion_tokens=0),
-                             runner, counts, store_send, collect)
+                # As the store gives it on a rerun: what the verdict cost, marked reused.
+                await _reuse(request, replace(shared, cached=True), runner, counts,
+                             store_send, collect)
                 continue
             counts.in_flight += 1
             final = None
