@@ -151,6 +151,7 @@ class ModelClient:
             if not isinstance(exc.__cause__, UsableReply):
                 raise self.redacted(exc) from None
             result, tries = exc.__cause__.result, exc.attempts
+            self.stats.failures -= 1  # counted by the policy, but the call got its answer
         self.stats.prompt_tokens += result.prompt_tokens
         self.stats.completion_tokens += result.completion_tokens
         # A reply is read as the answer to one attempt: most calls made just one.

@@ -56,7 +56,8 @@ class BadResponse(Exception):
 
 @dataclass
 class CallStats:
-    """Counters shared by all calls of one client: requests, retries, 429s, failures."""
+    """Counters shared by all calls of one client: requests, retries, 429s, ``failures``
+    (calls that failed for good, after their retries), failed attempts ``by_kind``."""
 
     requests: int = 0
     retries: int = 0

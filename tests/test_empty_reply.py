@@ -49,6 +49,9 @@ async def test_a_model_that_answers_nothing_scores_zero_under_its_own_count(tmp_
     assert result["accuracy"] == 0.0 and result["complete"] is True
     assert result["extract_rate"] == 0.0
     assert srv.stats.total == 3 * N  # every attempt was spent, then the reply kept
+    # Kept as the model's answer, so no call failed (the report's "failed calls").
+    assert report.call_stats["fake"]["failures"] == 0
+    assert report.call_stats["fake"]["by_kind"] == {"empty_reply": 3 * N}
     assert all(r["status"] == "empty_reply" and r["correct"] is False
                for r in rows(tmp_path / "w"))
     # The stored empty reply is the model's answer: a rerun asks nothing again.

@@ -199,7 +199,7 @@ def _costs(judges: list[dict[str, Any]], models: list[dict[str, Any]]) -> str:
         out.append("<h3>Model calls (last run)</h3>")
         cols = [("requests", "requests"), ("prompt_tokens", "prompt tokens"),
                 ("completion_tokens", "completion tokens"), ("retries", "retries"),
-                ("rate_limited", "429s"), ("failures", "failed attempts")]
+                ("rate_limited", "429s"), ("failures", "failed calls")]
         out.append(_table(["model", *(c[1] for c in cols)],
                           [[m["model"], *(m.get(k, 0) for k, _ in cols)] for m in models]))
     out.append("</section>")
