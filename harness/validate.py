@@ -13,7 +13,7 @@ reach the model as literal text.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +22,7 @@ from .config_keys import MAX_CONCURRENCY, directory, positive
 from .errors import ConfigError, DatasetError
 from .postprocessors import is_extraction_failure
 from .prompt import PLACEHOLDER
+from .stages.extract import apply
 
 # A placeholder right after a LaTeX command, ``^`` or ``_`` is math (\frac{a}{b}, x^{n}).
 _MATH_BEFORE = re.compile(r"(\\[A-Za-z]+|[\^_])$")
@@ -77,6 +78,7 @@ def validate_dataset(spec: DatasetSpec, limit: int | None = None) -> Selection:
     many were skipped."""
     count = skipped = 0
     prompt_columns = _prompt_columns(spec)
+    reference_of = _reference_postprocessor(spec)
     for _, line, row in _in_range(spec, limit):
         if count + skipped == 0:
             check_placeholders(spec, row)
@@ -85,7 +87,8 @@ def validate_dataset(spec: DatasetSpec, limit: int | None = None) -> Selection:
             continue
         check_row(spec, row, line)
         _check_prompt_fields(spec, row, line, prompt_columns)
-        _check_postprocessed_reference(spec, row, line)
+        if reference_of is not None:
+            _check_postprocessed_reference(spec, row, line, reference_of)
         count += 1
     if count == 0 and skipped:
         raise DatasetError(f"all {skipped} selected rows lack a reference in "
@@ -125,49 +128,43 @@ def _check_prompt_fields(spec: DatasetSpec, row: Mapping[str, Any], line: int,
                          columns: tuple[str, ...]) -> None:
     """A row whose every field the prompt uses is null or blank would send the model a
     prompt without its question, and score its reply."""
-    if columns and all(_blank(row[c]) for c in columns):
+    for column in columns:
+        value = row[column]
+        if value is not None and (not isinstance(value, str) or value.strip()):
+            return
+    if columns:
         raise DatasetError(f"every field the prompt uses is empty "
                            f"({', '.join(f'{c}={row[c]!r}' for c in columns)})",
                            path=str(spec.reader.path), line=line, field=columns[0])
 
 
-def _blank(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
+def _reference_postprocessor(spec: DatasetSpec) -> Callable[[Mapping[str, Any]], Any] | None:
+    """A row → its reference after the ``dataset_postprocessor``, as scoring sees it;
+    None without one, or for a likelihood dataset (``check_label`` checks its labels)."""
+    column, postprocessor = spec.output_column, spec.dataset_postprocessor
+    if not column or postprocessor is None or spec.ppl is not None:
+        return None
+    return lambda row: apply(postprocessor, row[column], row)
 
 
-def _check_postprocessed_reference(spec: DatasetSpec, row: Mapping[str, Any],
-                                   line: int) -> None:
-    """The reference after the ``dataset_postprocessor`` must still be one: one the
-    postprocessor cannot read would score every reply to it as wrong. (Likelihood
-    datasets check their labels in ``check_label``.)"""
-    column = spec.output_column
-    if not column or spec.dataset_postprocessor is None or spec.ppl is not None:
-        return
-    value = row[column]
+def _check_postprocessed_reference(spec: DatasetSpec, row: Mapping[str, Any], line: int,
+                                   reference_of: Callable[[Mapping[str, Any]], Any]) -> None:
+    """The reference after the ``dataset_postprocessor`` (``reference_of``) must still be
+    one: one the postprocessor cannot read would score every reply to it as wrong."""
     try:
-        reference = _postprocessed_reference(spec, row)
+        reference = reference_of(row)
     except Exception as exc:  # noqa: BLE001 - any failure is this row's
         raise DatasetError(f"the dataset_postprocessor raised {type(exc).__name__} on the "
-                           f"reference {_shown(value)}: {exc}", path=str(spec.reader.path),
-                           line=line, field=column) from exc
+                           f"reference {_shown(row[spec.output_column or ''])}: {exc}",
+                           path=str(spec.reader.path), line=line,
+                           field=spec.output_column) from exc
     if missing_reference(reference):
         raise DatasetError(f"the dataset_postprocessor finds no reference in "
-                           f"{_shown(value)} (it gives {reference!r}); fix the data or the "
-                           "postprocessor, or set skip_missing_reference=True in reader_cfg "
-                           "to leave such rows out", path=str(spec.reader.path), line=line,
-                           field=column)
-
-
-def _postprocessed_reference(spec: DatasetSpec, row: Mapping[str, Any]) -> Any:
-    """The row's reference after the ``dataset_postprocessor`` (if any), as scoring
-    sees it."""
-    from .stages.extract import apply
-
-    assert spec.output_column is not None
-    value = row[spec.output_column]
-    if spec.dataset_postprocessor is None or spec.ppl is not None:
-        return value
-    return apply(spec.dataset_postprocessor, value, row)
+                           f"{_shown(row[spec.output_column or ''])} (it gives "
+                           f"{reference!r}); fix the data or the postprocessor, or set "
+                           "skip_missing_reference=True in reader_cfg to leave such rows "
+                           "out", path=str(spec.reader.path), line=line,
+                           field=spec.output_column)
 
 
 def _shown(value: Any) -> str:
@@ -191,8 +188,9 @@ def _skipped(spec: DatasetSpec, row: Mapping[str, Any]) -> bool:
         return False
     if column not in row or missing_reference(row[column]):
         return True
+    reference_of = _reference_postprocessor(spec)
     try:
-        return missing_reference(_postprocessed_reference(spec, row))
+        return reference_of is not None and missing_reference(reference_of(row))
     except Exception:  # noqa: BLE001 - not a missing reference: validation reports it
         return False
 
