@@ -349,6 +349,25 @@ async def test_one_judge_endpoint_is_one_pacer_and_one_count_whatever_each_datas
         assert stats["requests"] == 2 * N and stats["rpm"] == 1200
 
 
+async def test_one_endpoint_with_other_timeouts_per_dataset_is_counted_whole(data, tmp_path):
+    # Other attempt settings keep their own clients; their counts were reported under
+    # one name, so each line (and the report's judge cost) showed half the requests.
+    async with FakeOpenAI(responder=model_and_judge) as srv:
+        other = write_arith(tmp_path / "b.jsonl", N, start=N)
+        two_datasets_one_judge(tmp_path / "cfg.py", [data, other], srv.base_url,
+                               srv.base_url, [{"timeout": 30}, {"timeout": 60}])
+        report = await harness.evaluate(tmp_path / "cfg.py", work_dir=tmp_path / "w")
+        assert len(judge_requests(srv)) == 2 * N
+    names = {report.result(a)["judge_stats"]["judge"] for a in ("arith0", "arith1")}
+    assert len(names) == 2
+    assert sum(report.result(a)["judge_stats"]["requests"] for a in ("arith0", "arith1")) \
+        == 2 * N
+    from harness.report.data import judge_costs
+
+    costs = judge_costs([s.to_json() for s in report.summaries])
+    assert sum(c["requests"] for c in costs) == 2 * N
+
+
 async def test_placeholders_prediction_is_data_and_unknown_stay(data, tmp_path):
     seen = []
 

@@ -77,10 +77,16 @@ class Judges:
         # many slots as there are tasks can never be asked more, so only a smaller one
         # holds a slot per attempt (a slot costs two trips round the event loop).
         tasks = max((spec.concurrency for spec in shared.values()), default=0)
+        names: dict[str, int] = {}
         for ident, abbrs in groups.items():
             spec = shared[ident]
             endpoint = self.endpoints[ident] = JudgeEndpoint(
                 spec, breaker, limit_slots=spec.concurrency < tasks)
+            # Two clients of one endpoint (other timeouts, say) are counted apart: their
+            # statistics lines, keyed by name, must not replace one another.
+            names[endpoint.name] = count = names.get(endpoint.name, 0) + 1
+            if count > 1:
+                endpoint.name += f" #{count}"
             progress.judge.calls.append(endpoint.client.stats)
             for abbr in abbrs:
                 judge = plans[abbr][1]
