@@ -12,12 +12,13 @@ import harness
 from harness.judge.verdict import (
     CONSTRAINT_MODES,
     FORMAT_REMINDER,
+    JSON_FORMAT_REMINDER,
     constraint_params,
     parse_verdict,
     verdict_from_json,
     verdict_probability,
 )
-from harness.testing import FakeOpenAI
+from harness.testing import FakeOpenAI, Reply
 
 from .helpers import JUDGE_MODEL, write_arith, write_judge_config
 
@@ -85,6 +86,30 @@ CASES = [
     pytest.param("A?", None, id="question-mark"),
     pytest.param("C", None, id="other-letter"),
     pytest.param("ACORRECT", None, id="pair-without-separator"),
+    # Forms judges write that say one verdict and nothing else.
+    pytest.param("\\boxed{A}", "A", id="boxed"),
+    pytest.param("</think>\n\n$\\boxed{B}$", "B", id="think-then-boxed-math"),
+    pytest.param("\\[\\boxed{B}\\]", "B", id="display-boxed"),
+    pytest.param("(A)", "A", id="parenthesised"),
+    pytest.param("B)", "B", id="option-paren"),
+    pytest.param("[[B]]", "B", id="mt-bench-brackets"),
+    pytest.param("(A) CORRECT", "A", id="pair-parenthesised-letter"),
+    pytest.param("A (CORRECT)", "A", id="pair-parenthesised-word"),
+    pytest.param("A\u3002", "A", id="cjk-full-stop"),
+    pytest.param("B\uff1a\u9519\u8bef", "B", id="cjk-pair"),
+    pytest.param("\u3010\u6b63\u786e\u3011", "A", id="cjk-word-in-brackets"),
+    pytest.param("```text\nA\n```", "A", id="fence-with-language"),
+    pytest.param("<thinking>So B?</thinking>\nA", "A", id="thinking-tag"),
+    pytest.param("\u25c1think\u25b7B\u25c1/think\u25b7A", "A", id="kimi-think-tag"),
+    pytest.param("A<|im_end|>", "A", id="leaked-end-token"),
+    pytest.param("B</s>", "B", id="leaked-eos"),
+    pytest.param("It opens with a <think> block, then says 42 = 42.\n</think>\n\nA", "A",
+                 id="reasoning-quotes-a-think-tag"),
+    pytest.param("(A or B)", None, id="both-in-brackets"),
+    pytest.param("[A] and [B]", None, id="two-bracketed"),
+    pytest.param("\\boxed{A} \\boxed{B}", None, id="two-boxes"),
+    pytest.param("(It is A)", None, id="sentence-in-brackets"),
+    pytest.param("A) B", None, id="option-then-other-letter"),
 ]
 
 
@@ -105,6 +130,8 @@ def test_parse_verdict(reply, expected):
         pytest.param('{"answer": "A"}', None, id="wrong-key"),
         pytest.param('["A"]', None, id="array"),
         pytest.param("A", None, id="not-json"),
+        pytest.param('```json\n{"verdict": "A"}\n```', "A", id="fenced"),
+        pytest.param('<think>B?</think>\n{"verdict": "A"}', "A", id="after-reasoning"),
         pytest.param('{"verdict": "A"', None, id="truncated"),
         pytest.param("", None, id="empty"),
         pytest.param(None, None, id="none"),
@@ -116,6 +143,14 @@ def test_verdict_from_json(reply, expected):
 
 def test_format_reminder_asks_for_one_letter():
     assert '"A"' in FORMAT_REMINDER and '"B"' in FORMAT_REMINDER
+
+
+def test_the_json_reminder_asks_for_what_json_mode_reads():
+    # A judge that obeys the reminder must give a readable verdict: in JSON mode a bare
+    # letter is not one.
+    for verdict in ("A", "B"):
+        shown = json.dumps({"verdict": verdict})
+        assert shown in JSON_FORMAT_REMINDER and verdict_from_json(shown) == verdict
 
 
 def test_constraint_none_is_empty():
@@ -167,6 +202,32 @@ async def test_json_schema_judge_sends_the_schema_and_reads_json_verdicts(tmp_pa
                        3: ("ok", True), 4: ("ok", False), 5: ("judge_unparsed", None)}
     result = report.result("arith")
     assert (result["correct"], result["pending"], result["complete"]) == (2, 2, False)
+
+
+async def test_a_judge_reply_cut_at_max_tokens_is_no_verdict(tmp_path):
+    """A judge capped at one token that was writing "A comparison shows 4 is not 3, so
+    B." sends "A", stopped for length: read as a verdict, every wrong answer counted
+    right. Unconstrained, a cut reply is re-asked and, still cut, unparsed."""
+
+    def responder(body):
+        if body["model"] != JUDGE_MODEL:
+            return "The answer is 1000."  # wrong
+        return Reply("A", finish_reason="length")
+
+    data = write_arith(tmp_path / "a.jsonl", 2)
+    async with FakeOpenAI(responder=responder) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="judge",
+                                 judge={"max_out_len": 1})
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        assert len([r for r in srv.requests if r["model"] == JUDGE_MODEL]) == 2 * 3
+    result = report.result("arith")
+    assert result["correct"] == 0 and result["counts"] == {"judge_unparsed": 2}
+    # Constrained, the server could write nothing but a verdict: one token is one.
+    async with FakeOpenAI(responder=responder) as srv:
+        cfg = write_judge_config(tmp_path / "cfg2.py", data, srv.base_url, mode="judge",
+                                 judge={"max_out_len": 1, "constrain": "guided_choice"})
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w2")
+    assert report.result("arith")["correct"] == 2
 
 
 def test_json_schema_replies_parse():

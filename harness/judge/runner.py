@@ -22,7 +22,13 @@ from ..records import JudgeStatus, JudgeTask, SampleResult, SampleStatus, Verdic
 from ..store import Store
 from ..transport import Transport
 from .spec import JudgeSpec
-from .verdict import FORMAT_REMINDER, parse_verdict, verdict_from_json, verdict_probability
+from .verdict import (
+    FORMAT_REMINDER,
+    JSON_FORMAT_REMINDER,
+    parse_verdict,
+    verdict_from_json,
+    verdict_probability,
+)
 
 
 @dataclass
@@ -115,7 +121,9 @@ class JudgeRunner:
                    base: SampleResult) -> VerdictRecord:
         spec = self.spec
         client = self.endpoint.client
-        parse = verdict_from_json if spec.constrain == "json_schema" else parse_verdict
+        json_mode = spec.constrain == "json_schema"
+        parse = verdict_from_json if json_mode else parse_verdict
+        reminder = JSON_FORMAT_REMINDER if json_mode else FORMAT_REMINDER
         conversation = list(messages)
         requests = prompt_tokens = completion_tokens = 0
 
@@ -133,14 +141,17 @@ class JudgeRunner:
                 requests += reply.attempts
                 prompt_tokens += reply.prompt_tokens
                 completion_tokens += reply.completion_tokens
-                verdict = parse(reply.text)
+                # A reply cut at max_tokens may be the start of a sentence ("A comparison
+                # shows … so B"): not a verdict, unless the server could write nothing else.
+                cut = reply.finish_reason == "length" and not spec.constrain
+                verdict = None if cut else parse(reply.text)
                 if verdict is not None:
                     probability = verdict_probability(reply.logprobs, verdict) \
                         if reply.logprobs else None
                     return record("ok", verdict=verdict, reply=reply.text,
                                   probability=probability)
                 conversation = [*messages, {"role": "assistant", "content": reply.text},
-                                {"role": "user", "content": FORMAT_REMINDER}]
+                                {"role": "user", "content": reminder}]
         except PermanentModelError:
             raise  # stops the run; the message names the judge endpoint
         except ModelCallError as exc:

@@ -6,6 +6,7 @@ removing decoration (whitespace, a ``<think>`` block, markdown emphasis/code, su
 quotes, trailing punctuation) the *whole* reply must be the verdict::
 
     "A"  "**B**"  "`A`."  "correct"  "INCORRECT"  "A: CORRECT"  "<think>…</think> B"   → A / B
+    "\\boxed{A}"  "(A)"  "A)"  "[[B]]"  "A。"  "A：正确"  "B</s>"  "```text\nA\n```"      → A / B
     "Answer: B"  "The answer is A."  "A or B"  "NOT CORRECT"  "A: INCORRECT"  ""         → None
 
 ``None`` means *unparsed*: the caller records it as its own status and may re-ask with
@@ -25,6 +26,7 @@ from typing import Any, Literal
 __all__ = [
     "CONSTRAINT_MODES",
     "FORMAT_REMINDER",
+    "JSON_FORMAT_REMINDER",
     "Verdict",
     "constraint_params",
     "parse_verdict",
@@ -40,25 +42,41 @@ FORMAT_REMINDER = (
     'Your reply could not be read. Reply with exactly one letter: "A" if the prediction '
     'is correct, "B" if it is incorrect. No other text.'
 )
+#: The same for a judge asked for JSON (``constraint_params("json_schema")``).
+JSON_FORMAT_REMINDER = (
+    'Your reply could not be read. Reply with exactly this JSON object and no other text: '
+    '{"verdict": "A"} if the prediction is correct, {"verdict": "B"} if it is incorrect.'
+)
 
 #: Whole-reply words and what they mean; the seed's template asks for A/B, then for
 #: CORRECT/INCORRECT, so judges answer with either.
-_WORDS: dict[str, Verdict] = {"A": "A", "B": "B", "CORRECT": "A", "INCORRECT": "B"}
+_WORDS: dict[str, Verdict] = {"A": "A", "B": "B", "CORRECT": "A", "INCORRECT": "B",
+                              "正确": "A", "错误": "B"}
 
-#: The template's option line echoed back ("A: CORRECT"); only consistent pairs count.
-_PAIR = re.compile(r"([AB])\s*(?:[:).\-\u2013\u2014]\s*|\s+)(CORRECT|INCORRECT)", re.IGNORECASE)
-_CONSISTENT_PAIRS = {("A", "CORRECT"), ("B", "INCORRECT")}
+#: The template's option line echoed back ("A: CORRECT", "(A) CORRECT", "A：正确"); only
+#: consistent pairs count.
+_PAIR = re.compile(r"\(?([AB])\)?\s*(?:[:).\-\u2013\u2014]\s*|\s+)"
+                   r"\(?(CORRECT|INCORRECT|正确|错误)\)?", re.IGNORECASE)
+_CONSISTENT_PAIRS = {("A", "CORRECT"), ("B", "INCORRECT"), ("A", "正确"), ("B", "错误")}
 
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
-_THINK_CLOSE = re.compile(r"</think>", re.IGNORECASE)
+#: Reasoning blocks, by the tags models close them with (``<think>``, ``<thinking>``,
+#: ``<reasoning>``, Kimi's ``◁think▷``).
+_THINK_OPEN = re.compile(r"<(?:think|thinking|reasoning)>|◁think▷", re.IGNORECASE)
+_THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>|◁/think▷", re.IGNORECASE)
+#: End-of-turn tokens a server leaked at the end of a reply.
+_END_TOKENS = re.compile(r"(?:<\|(?:im_end|eot_id|endoftext|end)\|>|</s>|<end_of_turn>)+\s*$")
+#: A code fence around the whole reply, with or without a language tag.
+_FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)\n?```", re.DOTALL)
+#: Wrappers around a whole verdict: LaTeX boxes and math, brackets.
+_WRAPPERS = (("\\boxed{", "}"), ("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"),
+             ("[[", "]]"), ("(", ")"), ("[", "]"), ("{", "}"), ("【", "】"))
 
 #: Markdown emphasis and code marks, plus zero-width characters and BOMs (which NFKC keeps).
 #: They are removed wherever they are: they never carry meaning in a verdict, and removing
 #: them cannot turn a sentence into a bare letter.
 _MARKUP = str.maketrans("", "", "*_`\u200b\u200c\u200d\u2060\ufeff")
 _QUOTES = (('"', '"'), ("'", "'"), ("\u201c", "\u201d"), ("\u2018", "\u2019"))
-_TRAILING_PUNCTUATION = ".!,;:"
+_TRAILING_PUNCTUATION = ".!,;:。、"
 
 
 def parse_verdict(text: str | None) -> Verdict | None:
@@ -74,7 +92,12 @@ def parse_verdict(text: str | None) -> Verdict | None:
     core = _strip_thinking(unicodedata.normalize("NFKC", text))
     if core is None:
         return None
+    core = _END_TOKENS.sub("", core).strip()
+    if (fence := _FENCE.fullmatch(core)) is not None:
+        core = fence.group(1)
     core = _strip_decoration(core.translate(_MARKUP))
+    if core.endswith(")") and "(" not in core:  # an option letter: "A)"
+        core = core[:-1].rstrip()
     word = _WORDS.get(core.upper())
     if word is not None:
         return word
@@ -86,12 +109,12 @@ def parse_verdict(text: str | None) -> Verdict | None:
 
 
 def _strip_thinking(text: str) -> str | None:
-    """Drop reasoning: closed ``<think>`` blocks, and all before a lone ``</think>``.
+    """Drop reasoning: all before the last closing tag (``</think>`` and the like).
 
-    A lone ``</think>`` happens when the chat template itself opened the block. An
-    unterminated ``<think>`` means the reply was cut mid-thought: there is no verdict yet.
+    That covers closed blocks, a block the chat template itself opened (a lone
+    ``</think>``), and reasoning that quotes a ``<think>`` of the reply it judges. An
+    opening tag after it means the reply was cut mid-thought: there is no verdict yet.
     """
-    text = _THINK_BLOCK.sub("", text)
     closes = list(_THINK_CLOSE.finditer(text))
     if closes:
         text = text[closes[-1].end():]
@@ -101,13 +124,16 @@ def _strip_thinking(text: str) -> str | None:
 def _strip_decoration(text: str) -> str:
     """Peel whitespace, surrounding quotes and trailing punctuation until nothing changes.
 
-    Repeated because the layers come in any order: ``"A."``, ``"A".``, ``'A' !``.
+    Repeated because the layers come in any order: ``"A."``, ``"A".``, ``'A' !``,
+    ``$\\boxed{A}$``, ``(A)``, ``[[B]]``. A wrapper goes only when it holds the whole
+    text, so a verdict inside a sentence stays inside it.
     """
     while True:
         peeled = text.strip().rstrip(_TRAILING_PUNCTUATION).strip()
-        for left, right in _QUOTES:
-            if len(peeled) >= 2 and peeled.startswith(left) and peeled.endswith(right):
-                peeled = peeled[1:-1]
+        for left, right in (*_QUOTES, *_WRAPPERS):
+            if (len(peeled) >= len(left) + len(right) and peeled.startswith(left)
+                    and peeled.endswith(right)):
+                peeled = peeled[len(left):len(peeled) - len(right)]
                 break
         if peeled == text:
             return text
@@ -123,8 +149,14 @@ def verdict_from_json(text: str | None) -> Verdict | None:
     """
     if text is None:
         return None
+    core = _strip_thinking(text)
+    if core is None:
+        return None
+    core = core.strip()
+    if (fence := _FENCE.fullmatch(core)) is not None:
+        core = fence.group(1)
     try:
-        data = json.loads(text)
+        data = json.loads(core)
     except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or set(data) != {"verdict"}:
