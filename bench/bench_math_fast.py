@@ -42,7 +42,7 @@ async def score_all(replies: list[tuple[str, str]], fast: bool, workers: int) ->
     from harness.evaluators.math_fast import fast_detail
     from harness.progress import Progress
     from harness.records import Completion, Sample
-    from harness.scoring import Scorer
+    from harness.stages.score import Scorer
 
     spec = load_config(bl.ROOT / "datasets" / "math500.py").datasets[0]
     spec.evaluator.fast = fast

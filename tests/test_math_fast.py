@@ -102,6 +102,16 @@ def test_defers_where_unsure(pred, gold):
     assert fast_detail(pred, gold) is None
 
 
+@pytest.mark.parametrize("pred, gold", [
+    ("+1,000", "1000"), ("1000", "+1,000"), ("+2{,}500", "2500"), ("+1,000.25", "1000.25"),
+    ("\\$+1,000", "1000"), ("+58,500", "58,500"), ("+32,348", "\\$32,\\!348"),
+])
+def test_a_plus_sign_before_a_grouped_number_is_a_sign_on_both_paths(evaluator, pred, gold):
+    # math-verify alone reads "+1,000" as the set {1, 0}; the fast path read it as 1000.
+    assert evaluator.score_sample(pred, gold)["correct"] is True
+    assert fast_detail(pred, gold) == evaluator.score_sample(pred, gold)
+
+
 def test_a_missing_reference_is_decided_as_math_verify_does(evaluator):
     for reference in (None, "", "  "):
         assert fast_detail("5", reference) == evaluator.score_sample("5", reference)

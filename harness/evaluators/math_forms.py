@@ -115,14 +115,21 @@ def unicode_math(text: str) -> str:
     return text
 
 
+#: A plus sign before the number that starts an answer (``+1,000``, ``$+2{,}500``).
+_PLUS = re.compile(r"^(\s*(?:\\?\$\s*)*)\+(?=\s*\d)")
+
+
 def rewrite(text: str, intervals: bool = True) -> str:
     """``text`` with repeating decimals as fractions and (with ``intervals``), when the
-    whole answer is an inequality in one variable, that inequality as an interval.
+    whole answer is an inequality in one variable, that inequality as an interval; a
+    leading ``+`` goes (math-verify reads ``+1,000`` as the set {1, 0}).
 
     Only predictions need the interval: math-verify already equates an interval
     prediction with an inequality gold, and a gold rewritten to an interval would no
     longer equal an inequality left inside a reply it reads whole."""
     text = unicode_math(text)
+    if "+" in text:
+        text = _PLUS.sub(r"\1", text)
     if "\\overline" in text or "\\bar" in text or "\\dot" in text:
         text = _REPEATING.sub(_repeating, text)
     if intervals and _RELATION.search(text):
