@@ -256,7 +256,8 @@ class Accumulator:
     def cascade_stats(self) -> dict[str, Any]:
         """The seed's ``cascade_stats``, plus ``unparsed``, ``judge_error`` and ``pending``.
 
-        ``total_samples`` and ``rule_*`` count every sample the rule layer decided;
+        ``total_samples`` and ``rule_*`` count every sample the rule layer decided (in
+        judge-only mode, every sample);
         ``llm_evaluated`` counts samples the judge was asked about (cached verdicts
         included); ``llm_accuracy`` is over the verdicts the judge gave, an unreadable one
         counting as not correct (as the seed treats a paragraph) and a failed call left
@@ -264,7 +265,8 @@ class Accumulator:
         """
         pct = lambda a, b: 100.0 * a / b if b else 0.0  # noqa: E731
         answered = self.llm_evaluated - self.judge_errors
-        rule_total = self.rule_scored if self.judge_mode != "judge" else self.scored
+        # Judge only: no rule layer decided anything; every sample is the judge's.
+        rule_total = self.rule_scored if self.judge_mode != "judge" else self.total
         pending = self.total - self.scored
         return {
             "total_samples": rule_total, "rule_correct": self.rule_correct,

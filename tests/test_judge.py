@@ -67,6 +67,20 @@ async def test_cascade_judges_only_rule_failures(both, data, tmp_path):
     assert report.result("arith")["accuracy"] == pytest.approx(100 * want["final"] / N)
 
 
+async def test_judge_only_stats_count_every_sample_pending_ones_too(data, tmp_path):
+    def responder(body):
+        if body["model"] == JUDGE_MODEL and "What is 1 + " in json.dumps(body["messages"]):
+            return "It depends."  # never a verdict: judge_unparsed, pending
+        return model_and_judge(body)
+
+    async with FakeOpenAI(responder=responder) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="judge")
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    stats = report.result("arith")["cascade_stats"]
+    assert stats["pending"] == 1 and stats["unparsed"] == 1
+    assert stats["total_samples"] == N  # was the scored ones only
+
+
 async def test_cascade_details_show_both_layers(both, data, tmp_path):
     cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="cascade")
     await harness.evaluate(cfg, work_dir=tmp_path / "w")
