@@ -61,8 +61,9 @@ class RunReport:
         return self.failed == 0
 
     def table(self) -> str:
-        """The summary table (datasets × models)."""
-        return summary_table(self.summaries)
+        """The summary table (datasets × models), results kept from an earlier run
+        marked."""
+        return summary_table(self.summaries, self.kept)
 
     def result(self, dataset: str, model: str | None = None) -> ResultSummary:
         """The result of one dataset (and model, when there are several)."""

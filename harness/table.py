@@ -7,20 +7,28 @@ shows no single number, only the range it lies in and what is pending.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from .summary import PRIMARY_METRIC, ResultSummary
 
 
-def summary_table(summaries: list[ResultSummary]) -> str:
-    """A plain-text table: one row per dataset, one column per model."""
+def summary_table(summaries: list[ResultSummary],
+                  kept: Collection[tuple[str, str]] = ()) -> str:
+    """A plain-text table: one row per dataset, one column per model. ``kept``: the
+    (model, dataset) pairs whose results files keep an earlier run's result, marked."""
     models = list(dict.fromkeys(s.model for s in summaries))
     datasets = list(dict.fromkeys(s.dataset for s in summaries))
-    cell = {(s.dataset, s.model): _cell(s) for s in summaries}
+    cell = {(s.dataset, s.model): _cell(s) + (" *" if (s.model, s.dataset) in kept else "")
+            for s in summaries}
     header = ["dataset", *models]
     rows = [[d, *(cell.get((d, m), "-") for m in models)] for d in datasets]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
     lines += [fmt.format(*r) for r in rows]
+    if any((s.model, s.dataset) in kept for s in summaries):
+        lines.append("* this run's own result: results/ keeps an earlier run's, which got "
+                     "further")
     return "\n".join(lines)
 
 

@@ -125,6 +125,10 @@ async def test_a_run_on_fewer_samples_or_without_scores_leaves_the_results(tmp_p
             assert lesser.returncode == 0
             assert (f"kept the earlier results of fake on arith, which got further than "
                     f"this run ({N} scored, {N} predicted; this run: ") in lesser.stderr.decode()
+            # The table's figure is this run's, not the one results/ keeps: it says so.
+            out = lesser.stdout.decode()
+            assert " *\n" in out and "* this run's own result: results/ keeps an earlier " \
+                "run's, which got further" in out
             assert await snapshot(work) == before, flags
 
 
