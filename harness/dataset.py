@@ -89,17 +89,13 @@ class CustomDataset:
                                    line=end + 1) from exc
 
     def _csv_row(self, header: list[str], values: list[str], line: int) -> dict[str, Any]:
-        """One record as a row; every named column must have a value."""
+        """One record as a row. A spreadsheet leaves out a row's empty last cells: the
+        columns a row lacks are None, and validation refuses them where the run reads
+        them (the reference, the prompt's fields)."""
         if len(values) > len(header):
             raise DatasetError("row has more values than the header has columns",
                                path=str(self.path), line=line)
-        # Unnamed columns (spreadsheets export empty ones) may be left out of a row.
-        missing = [name for name in header[len(values):] if name.strip()]
-        if missing:
-            raise DatasetError(f"row has fewer values than the header has columns "
-                               f"(missing: {', '.join(missing)})", path=str(self.path),
-                               line=line, field=missing[0])
-        row: dict[str, Any] = dict.fromkeys(header)  # None for the unnamed ones left out
+        row: dict[str, Any] = dict.fromkeys(header)
         row.update(zip(header, values, strict=False))
         return row
 

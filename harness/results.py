@@ -343,24 +343,41 @@ def mean_interval(values: list[float], z: float = 1.959963984540054, lowest: flo
             round(100 * min(1.0, mean + half), digits)]
 
 
-def proportion_interval(means: Sequence[float], draws: float,
-                        z: float = 1.959963984540054) -> tuple[float, float] | None:
+def proportion_interval(means: Sequence[float], draws: float) -> tuple[float, float] | None:
     """95% interval, as fractions, of a proportion measured as per-sample means in [0, 1]
     over ``draws`` 0/1 judgements in all (the replicas of a sample are not independent).
 
-    Wilson's interval at the sample size the samples' spread is worth: n·p(1−p) over
-    the variance of their means (Kish's effective size), at most ``draws``, as if every
-    replica were independent. With one judgement per sample that is Wilson's interval
-    itself; unlike a normal interval it never shrinks to a point when every sample
-    scores the same.
+    With one judgement per sample, Wilson's interval. With replicas, Wilson's at the
+    sample size the samples' spread is worth: p(1−p) over the variance of their mean
+    (Kish's effective size), at most ``draws`` (as if every replica were independent),
+    and the number of samples when every sample scores the same, with Student's t for
+    as many samples less one in place of z (the spread is estimated from them). Unlike a
+    normal interval it never shrinks to a point.
     """
     if not means:
         return None
     n = len(means)
     p = sum(means) / n
-    spread = sum((m - p) ** 2 for m in means) / n
-    size = min(float(draws), n * p * (1 - p) / spread) if spread > 0 else float(draws)
-    return wilson_bounds(p * size, size, z)
+    if draws <= n or n < 2:
+        return wilson_bounds(p * n, n)
+    spread = sum((m - p) ** 2 for m in means) / (n - 1)
+    size = min(float(draws), n * p * (1 - p) / spread) if spread > 0 else float(n)
+    return wilson_bounds(p * size, size, _t95(n - 1))
+
+
+#: Student's t, two-sided 95%, for 1 … 30 degrees of freedom.
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+        2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def _t95(df: int) -> float:
+    """Student's t quantile for a two-sided 95% interval (beyond 30 degrees of freedom,
+    Cornish-Fisher's first correction to z, within 0.001)."""
+    if df <= len(_T95):
+        return _T95[df - 1]
+    z = 1.959963984540054
+    return z + (z ** 3 + z) / (4 * df)
 
 
 def wilson_bounds(successes: float, n: float,

@@ -65,8 +65,9 @@ def url_secrets(url: str) -> list[str]:
     return sorted({s for s in both if len(s) >= 3}, key=len, reverse=True)
 
 
-#: The fewest characters of a secret's start masked at the end of a text.
-MIN_CUT = 4
+#: The fewest characters of a secret's start masked at the end of a text: fewer say
+#: little of a secret, and are often words of their own ("token", "test").
+MIN_CUT = 8
 
 
 def redact_text(text: str, url: str, *secrets: str) -> str:

@@ -63,7 +63,9 @@ async def test_csv_missing_column_names_line_and_field(server, tmp_path):
 @pytest.mark.parametrize("content,message", [
     # A short row would send an empty prompt (or no reference) and score the reply.
     ("question,answer\nWhat is 1 + 2?,3\nWhat is 2 + 2?\n",
-     b"a.csv:3 field 'answer': row has fewer values than the header has columns"),
+     b"a.csv:3 field 'answer': the reference is empty (None)"),
+    ("answer,question\n3,What is 1 + 2?\n4\n",
+     b"a.csv:3 field 'question': every field the prompt uses is empty (question=None)"),
     # csv reads a column named twice from its last place only.
     ("question,question,answer\nWhat is 1 + 2?,see above,3\n",
      b"a.csv:1 field 'question': the header names this column twice"),
@@ -72,7 +74,8 @@ async def test_csv_missing_column_names_line_and_field(server, tmp_path):
     ("question,answer\n\"" + "x" * 200_000 + "\",3\n",
      b"a.csv:2: malformed CSV: field larger than field limit"),
     ("question,answer\rWhat is 1 + 2?,3\r", b"a.csv:1: malformed CSV: new-line character"),
-], ids=["short-row", "duplicate-header", "multi-line-record", "huge-field", "cr-only"])
+], ids=["short-row-no-reference", "short-row-no-prompt", "duplicate-header",
+        "multi-line-record", "huge-field", "cr-only"])
 async def test_bad_csv_fails_before_any_request(server, tmp_path, content, message):
     data = tmp_path / "a.csv"
     data.write_bytes(content.encode())
@@ -82,14 +85,16 @@ async def test_bad_csv_fails_before_any_request(server, tmp_path, content, messa
     assert server.stats.total == 0
 
 
-def test_unnamed_spreadsheet_columns_may_be_short_or_repeated(tmp_path):
+def test_spreadsheet_rows_may_leave_out_empty_last_cells(tmp_path):
+    # Excel writes a row whose last cells are empty without their commas, and exports
+    # empty columns unnamed: neither is an error where the run does not read them.
     from harness.dataset import CustomDataset
 
     data = tmp_path / "a.csv"
-    data.write_text("question,answer,,\nWhat is 1 + 2?,3,,\nWhat is 2 + 2?,4\n")
+    data.write_text("question,answer,notes,,\nWhat is 1 + 2?,3,easy,,\nWhat is 2 + 2?,4\n")
     rows = [row for _, row in CustomDataset(data).rows()]
-    assert [(r["question"], r["answer"]) for r in rows] == [("What is 1 + 2?", "3"),
-                                                           ("What is 2 + 2?", "4")]
+    assert [(r["question"], r["answer"], r["notes"]) for r in rows] == [
+        ("What is 1 + 2?", "3", "easy"), ("What is 2 + 2?", "4", None)]
 
 
 @pytest.mark.parametrize("content,message", [

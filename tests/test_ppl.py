@@ -102,8 +102,8 @@ async def test_replicas_share_their_likelihood_requests(tmp_path, method):
 
 
 async def test_a_probe_that_fails_concludes_nothing_and_is_asked_again(tmp_path):
-    # The echo probe's first call fails (a 500): that says nothing of what the server
-    # offers. Concluding "no echo" switched the whole run to next-token likelihoods, and
+    # The echo probe's first call fails (a 503, the server busy): that says nothing of
+    # what the server offers. Concluding "no echo" switched the whole run to next-token likelihoods, and
     # the stored next-token rows kept it there on every rerun.
     golds = write_mc(tmp_path / "mc.jsonl", 6)
     probes = []
@@ -111,7 +111,7 @@ async def test_a_probe_that_fails_concludes_nothing_and_is_asked_again(tmp_path)
     def faults(body, attempt):
         if body.get("echo") and body.get("prompt") == PROBE_TEXT:
             probes.append(attempt)
-            return Fault("server_error") if len(probes) == 1 else None
+            return Fault("server_error", status=503) if len(probes) == 1 else None
         return None
 
     async with FakeOpenAI(scorer=knows_gold(golds), faults=faults) as srv:

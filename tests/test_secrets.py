@@ -377,7 +377,7 @@ async def test_an_echoed_secret_reaches_no_output_in_part(tmp_path, echo, role):
 
 
 def test_a_secret_is_masked_whole_or_where_a_cut_text_ends_inside_it():
-    """``redact_text`` masks a whole secret anywhere, and a start of one (4 characters or
+    """``redact_text`` masks a whole secret anywhere, and a start of one (8 characters or
     more) that ends the text: what is left of it in a text cut short before masking."""
     url = f"http://h/v1?api-key={QUERY_SECRET}"
     key = DIGIT_RUN_KEY
@@ -386,7 +386,10 @@ def test_a_secret_is_masked_whole_or_where_a_cut_text_ends_inside_it():
         == f"q={MASK} and {MASK}"
     assert redact_text("Bearer sk-acme-2024", url, key) == f"Bearer {MASK}"
     assert redact_text("cut: QSECRET%2B", url, key) == f"cut: {MASK}"
-    # three characters are no secret's piece; a start of a secret mid-text is other text
+    # a few characters are no secret's piece (often a word of their own); a start of a
+    # secret mid-text is other text
     assert redact_text("Bearer sk-", url, key) == "Bearer sk-"
+    assert redact_text("HTTP 401: Invalid token", url, "token-abc123") \
+        == "HTTP 401: Invalid token"
     assert redact_text("sk-acme-2024 is a prefix", url, key) == "sk-acme-2024 is a prefix"
     assert redact_text("nothing here", url, key) == "nothing here"

@@ -99,6 +99,7 @@ CASES = [
     pytest.param("B\uff1a\u9519\u8bef", "B", id="cjk-pair"),
     pytest.param("\u3010\u6b63\u786e\u3011", "A", id="cjk-word-in-brackets"),
     pytest.param("```text\nA\n```", "A", id="fence-with-language"),
+    pytest.param("```A```", "A", id="fence-on-one-line"),
     pytest.param("<thinking>So B?</thinking>\nA", "A", id="thinking-tag"),
     pytest.param("\u25c1think\u25b7B\u25c1/think\u25b7A", "A", id="kimi-think-tag"),
     pytest.param("A<|im_end|>", "A", id="leaked-end-token"),

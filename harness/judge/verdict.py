@@ -66,7 +66,7 @@ _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>|◁/think▷", re.IG
 #: End-of-turn tokens a server leaked at the end of a reply.
 _END_TOKENS = re.compile(r"(?:<\|(?:im_end|eot_id|endoftext|end)\|>|</s>|<end_of_turn>)+\s*$")
 #: A code fence around the whole reply, with or without a language tag.
-_FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)\n?```", re.DOTALL)
+_FENCE = re.compile(r"```(?:[\w-]*[ \t]*\n)?(.*?)\n?```", re.DOTALL)
 #: Wrappers around a whole verdict: LaTeX boxes and math, brackets.
 _WRAPPERS = (("\\boxed{", "}"), ("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"),
              ("[[", "]]"), ("(", ")"), ("[", "]"), ("{", "}"), ("【", "】"))

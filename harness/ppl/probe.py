@@ -72,18 +72,23 @@ async def _ask(client: ModelClient, body: dict, path: str,
                read: Callable[[Any], Any]) -> object:
     """``read`` of the reply, or the ``ModelCallError`` that refused the request (a 400
     for an unknown field is an answer here); an auth or unknown-model error ends the
-    run as it would for any request. A call that failed (a 5xx, a timeout, a lost
-    connection, after the retries) says nothing of what the endpoint offers: it is
-    raised, so nothing is concluded from it."""
+    run as it would for any request. A call that failed in passing (a timeout, a lost
+    connection, a 429, 502, 503 or 504, after the retries) says nothing of what the
+    endpoint offers: it is raised, so nothing is concluded from it. Any other status
+    is an answer: some servers refuse an ``echo`` request with a 500."""
     try:
         found, _ = await client.post_json(body, path, read)
     except PermanentModelError:
         raise
     except ModelCallError as exc:
-        if exc.status is not None and 400 <= exc.status < 500 and exc.status != 429:
+        if exc.status is not None and exc.status not in _TRANSIENT:
             return exc
         raise
     return found
+
+
+#: Statuses of a server busy or briefly away, not of one refusing the request.
+_TRANSIENT = frozenset({408, 429, 502, 503, 504})
 
 
 def _why(found: object) -> str:

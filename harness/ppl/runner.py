@@ -10,8 +10,8 @@ rerun, or one with another ``normalization``, sends no request.
 
 Each endpoint is probed once, on the first sample that needs a request, for what it
 offers (``harness.ppl.probe``); a rerun served from the store probes nothing. A probe
-that fails (a 5xx, a timeout) concludes nothing: that sample fails (and is retried on
-the next run), and the next one probes again.
+that fails in passing (a timeout, a 503) concludes nothing: that sample fails (and is
+retried on the next run), and the next one probes again.
 """
 
 from __future__ import annotations
