@@ -206,9 +206,10 @@ async def test_json_schema_judge_sends_the_schema_and_reads_json_verdicts(tmp_pa
 
 
 async def test_a_judge_reply_cut_at_max_tokens_is_no_verdict(tmp_path):
-    """A judge capped at one token that was writing "A comparison shows 4 is not 3, so
-    B." sends "A", stopped for length: read as a verdict, every wrong answer counted
-    right. Unconstrained, a cut reply is re-asked and, still cut, unparsed."""
+    """A judge that was writing "A comparison shows 4 is not 3, so B." and was cut at
+    its max_tokens sends "A", read as a verdict: every wrong answer counted right.
+    Unconstrained, a cut reply is re-asked and, still cut, unparsed; a cap too small
+    for anything else is refused before any request."""
 
     def responder(body):
         if body["model"] != JUDGE_MODEL:
@@ -218,11 +219,17 @@ async def test_a_judge_reply_cut_at_max_tokens_is_no_verdict(tmp_path):
     data = write_arith(tmp_path / "a.jsonl", 2)
     async with FakeOpenAI(responder=responder) as srv:
         cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="judge",
-                                 judge={"max_out_len": 1})
+                                 judge={"max_out_len": 8})
         report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
-        assert len([r for r in srv.requests if r["model"] == JUDGE_MODEL]) == 2 * 3
-    result = report.result("arith")
-    assert result["correct"] == 0 and result["counts"] == {"judge_unparsed": 2}
+        # Three asks per sample; the client tries each once more, the reply having
+        # stopped for length before max_tokens (a suspect truncation).
+        assert len([r for r in srv.requests if r["model"] == JUDGE_MODEL]) == 2 * 3 * 2
+        result = report.result("arith")
+        assert result["correct"] == 0 and result["counts"] == {"judge_unparsed": 2}
+        cfg = write_judge_config(tmp_path / "cfg1.py", data, srv.base_url, mode="judge",
+                                 judge={"max_out_len": 1})
+        with pytest.raises(harness.ConfigError, match="judge capped at 1 token"):
+            await harness.evaluate(cfg, work_dir=tmp_path / "w1")
     # Constrained, the server could write nothing but a verdict: one token is one.
     async with FakeOpenAI(responder=responder) as srv:
         cfg = write_judge_config(tmp_path / "cfg2.py", data, srv.base_url, mode="judge",

@@ -133,7 +133,21 @@ def judge_spec(judge_cfg: Mapping[str, Any] | None, where: str = "judge_cfg",
         # from $HARNESS_API_KEY / $OPENAI_API_KEY to what may be another provider.
         env = {k: v for k, v in env.items() if k not in (ENV_API_KEY, ENV_OPENAI_API_KEY)}
     model = model_spec(_model_part(cfg), where, env=env)
-    return JudgeSpec(model=model, concurrency=model.concurrency or JUDGE_CONCURRENCY, **settings)
+    spec = JudgeSpec(model=model, concurrency=model.concurrency or JUDGE_CONCURRENCY, **settings)
+    cap = spec.gen_params().get("max_tokens")
+    if not spec.constrain and isinstance(cap, int) and cap < MIN_JUDGE_TOKENS:
+        # Every reply would stop at the cap, and a reply cut there is no verdict (it may
+        # be the first word of "A comparison shows … so B"): every sample unparsed.
+        raise ConfigError(f"a judge capped at {cap} token{'s' * (cap != 1)} is cut off "
+                          "before it can finish a verdict, and a cut reply is not read as "
+                          f"one: give it {MIN_JUDGE_TOKENS} or more, or set constrain so "
+                          "the server can write nothing but A or B",
+                          field=f"{where}.max_out_len")
+    return spec
+
+
+#: The fewest tokens an unconstrained judge may be given: room for a verdict and its end.
+MIN_JUDGE_TOKENS = 4
 
 
 def _model_part(judge_cfg: Mapping[str, Any]) -> dict[str, Any]:
