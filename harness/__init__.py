@@ -32,6 +32,9 @@ _EXPORTS: dict[str, str] = {
     "BleuEvaluator": "evaluators", "RougeEvaluator": "evaluators",
     "SquadEvaluator": "evaluators", "NQEvaluator": "evaluators",
     "HumanEvalEvaluator": "evaluators", "MBPPEvaluator": "evaluators",
+    # OpenCompass's names for them
+    "MATHEvaluator": "evaluators", "BBHEvaluator": "evaluators",
+    "BBHEvaluator_mcq": "evaluators", "TriviaQAEvaluator": "evaluators",
     "BaseEvaluator": "evaluators", "EVALUATORS": "evaluators",
     "GenericLLMEvaluator": "evaluators", "CascadeEvaluator": "evaluators",
     "generic_llmjudge_postprocess": "evaluators.llm", "judge_template": "judge.templates",

@@ -213,6 +213,12 @@ def _run(args: argparse.Namespace) -> int:
     print(f"report: python -m harness report {shlex.quote(str(report.work_dir))}")
     for (model, dataset), kept in report.kept.items():
         print(_kept_line(model, dataset, kept, report.result(dataset, model)), file=sys.stderr)
+    for s in report.summaries:
+        if s.scored and s.counts.get("empty_reply") == s.scored:
+            print(f"warning: every reply of {s.model} on {s.dataset} was empty ({s.scored}), "
+                  "so its score measures the endpoint, not the model: a reasoning model may "
+                  "put its whole answer in reasoning_content (give it a larger max_out_len), "
+                  "or a proxy drops the content", file=sys.stderr)
     if report.failed:
         print(f"INCOMPLETE: {report.failed} samples are pending, so no result above is "
               "final: each shows the range its metric lies in. See 'status' and "

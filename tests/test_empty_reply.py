@@ -127,3 +127,29 @@ async def test_in_a_cascade_an_empty_reply_is_a_rule_failure_in_the_layer_split(
     assert stats["total_samples"] == 8 and stats["rule_correct"] == 2
     assert stats["rule_accuracy"] == 25.0 and stats["final_accuracy"] == 50.0
     assert "50.00 (4/8, extract 75%) = rule 25.00 + judge 25.00" in report.table()
+
+
+async def test_the_cli_warns_when_every_reply_of_a_dataset_is_empty(tmp_path):
+    # 0.00 with exit 0 from an endpoint that only ever sends "" (a proxy that drops the
+    # content, a reasoning model out of tokens) measures the endpoint, not the model.
+    import anyio
+
+    from .test_cli import cli, env
+
+    def some_empty(body):
+        return Reply("") if "What is 0 " in str(body) else arith_reply(body)
+
+    data = write_arith(tmp_path / "a.jsonl", 4)
+    runs = []
+    for i, responder in enumerate((lambda body: Reply(""), some_empty)):
+        async with FakeOpenAI(responder=responder) as srv:
+            cfg = write_config(tmp_path / f"cfg{i}.py", data,
+                               models=[model_cfg(srv.base_url, max_attempts=1)])
+            runs.append(await anyio.run_process(
+                cli("run", str(cfg), "-w", str(tmp_path / f"w{i}"), "-q"), env=env(),
+                check=False))
+    every, some = runs
+    assert b"warning: every reply of fake on arith was empty (4)" in every.stderr
+    assert b"reasoning_content" in every.stderr
+    assert b"warning" not in some.stderr  # one empty answer is the model's own
+    assert every.returncode == some.returncode == 0

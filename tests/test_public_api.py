@@ -25,6 +25,8 @@ PUBLIC_API = [
     "HumanEvalEvaluator", "MBPPEvaluator", "BleuEvaluator", "RougeEvaluator", "SquadEvaluator",
     "NQEvaluator",
     "BaseEvaluator", "EVALUATORS", "GenericLLMEvaluator", "CascadeEvaluator",
+    # OpenCompass's names for evaluators above, so its configs port by their imports
+    "MATHEvaluator", "BBHEvaluator", "BBHEvaluator_mcq", "TriviaQAEvaluator",
     "generic_llmjudge_postprocess", "judge_template", "parse_verdict",
     # postprocessors
     "POSTPROCESSORS", "build_postprocessor", "humaneval_postprocess_v2", "first_option_postprocess",

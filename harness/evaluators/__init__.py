@@ -25,24 +25,32 @@ from .base import (
 if TYPE_CHECKING:
     from .code import HumanEvalEvaluator, MBPPEvaluator
     from .llm import CascadeEvaluator, GenericLLMEvaluator, judge_plan
-    from .math_verify import MATHVerifyEvaluator
-    from .rules import AccEvaluator, EMEvaluator
-    from .text import BleuEvaluator, NQEvaluator, RougeEvaluator, SquadEvaluator
+    from .math_verify import MATHEvaluator, MATHVerifyEvaluator
+    from .rules import AccEvaluator, BBHEvaluator, BBHEvaluator_mcq, EMEvaluator
+    from .text import (
+        BleuEvaluator,
+        NQEvaluator,
+        RougeEvaluator,
+        SquadEvaluator,
+        TriviaQAEvaluator,
+    )
 
 #: Public name → the module defining it, imported on first use.
 _EXPORTS = {
     "HumanEvalEvaluator": "code", "MBPPEvaluator": "code",
     "CascadeEvaluator": "llm", "GenericLLMEvaluator": "llm", "judge_plan": "llm",
-    "MATHVerifyEvaluator": "math_verify",
-    "AccEvaluator": "rules", "EMEvaluator": "rules",
+    "MATHVerifyEvaluator": "math_verify", "MATHEvaluator": "math_verify",
+    "AccEvaluator": "rules", "EMEvaluator": "rules", "BBHEvaluator": "rules",
+    "BBHEvaluator_mcq": "rules",
     "BleuEvaluator": "text", "NQEvaluator": "text", "RougeEvaluator": "text",
-    "SquadEvaluator": "text",
+    "SquadEvaluator": "text", "TriviaQAEvaluator": "text",
 }
 
-__all__ = ["EVALUATORS", "EVALUATOR_KEYS", "AccEvaluator", "BaseEvaluator", "BleuEvaluator",
-           "CascadeEvaluator", "EMEvaluator", "GenericLLMEvaluator", "HumanEvalEvaluator",
-           "MATHVerifyEvaluator", "MBPPEvaluator", "NQEvaluator", "RougeEvaluator",
-           "SampleScoreEvaluator", "SquadEvaluator", "as_detail", "build_evaluator",
+__all__ = ["EVALUATORS", "EVALUATOR_KEYS", "AccEvaluator", "BBHEvaluator", "BBHEvaluator_mcq",
+           "BaseEvaluator", "BleuEvaluator", "CascadeEvaluator", "EMEvaluator",
+           "GenericLLMEvaluator", "HumanEvalEvaluator", "MATHEvaluator", "MATHVerifyEvaluator",
+           "MBPPEvaluator", "NQEvaluator", "RougeEvaluator", "SampleScoreEvaluator",
+           "SquadEvaluator", "TriviaQAEvaluator", "as_detail", "build_evaluator",
            "judge_plan"]
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -191,3 +191,6 @@ def _show(value: Any) -> str:
 def _show_parsed(parsed: list[Any]) -> str:
     # math-verify returns [sympy_expr, original_string]; the string is what a reader wants.
     return str(parsed[-1]) if parsed else ""
+
+#: OpenCompass's name for it, so a config that imports it ports.
+MATHEvaluator = MATHVerifyEvaluator

@@ -52,3 +52,7 @@ class EMEvaluator(BaseEvaluator):
         refs = [general_postprocess(_text(r)) for r in _references(reference)]
         correct = bool(pred) and pred in refs
         return {"pred": prediction, "answer": reference, "correct": correct}
+
+#: OpenCompass's names for it, so a config that imports them ports.
+BBHEvaluator = AccEvaluator
+BBHEvaluator_mcq = AccEvaluator

@@ -218,3 +218,6 @@ class NQEvaluator(SquadEvaluator):
         # An empty normalized reference would be "in" every answer.
         detail["contains"] = bool(answer) and any(r and r in answer for r in refs)
         return detail
+
+#: OpenCompass's name for it, so a config that imports it ports.
+TriviaQAEvaluator = NQEvaluator
