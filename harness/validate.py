@@ -82,6 +82,7 @@ def validate_dataset(spec: DatasetSpec, limit: int | None = None) -> Selection:
     for _, line, row in _in_range(spec, limit):
         if count + skipped == 0:
             check_placeholders(spec, row)
+            check_judge_placeholders(spec, row)
         if _skipped(spec, row):
             skipped += 1
             continue
@@ -193,6 +194,34 @@ def _skipped(spec: DatasetSpec, row: Mapping[str, Any]) -> bool:
         return reference_of is not None and missing_reference(reference_of(row))
     except Exception:  # noqa: BLE001 - not a missing reference: validation reports it
         return False
+
+
+#: What a judge template may name besides the row's columns (``GenericLLMEvaluator``).
+_JUDGE_VALUES = frozenset({"prediction", "reference", "obj_gold"})
+
+
+def check_judge_placeholders(spec: DatasetSpec, row: Mapping[str, Any]) -> None:
+    """Each ``{name}`` in a judge's template must be a column of the data, or what the
+    judge fills in itself (math braces excepted): a preset's ``{problem}`` on a dataset
+    whose question is ``question`` would reach the judge as literal text, and the judge
+    would grade without the question."""
+    from .evaluators.llm import judge_plan
+
+    judge = judge_plan(spec.evaluator)[1]
+    if judge is None:
+        return
+    for message in judge.template.messages:
+        content = message["content"]
+        for match in PLACEHOLDER.finditer(content):
+            name = match.group(1)
+            if (name in _JUDGE_VALUES or name in row or len(name) < 2
+                    or _MATH_BEFORE.search(content[:match.start()])):
+                continue
+            raise ConfigError(
+                f"the judge's template uses {{{name}}}, which names no column of "
+                f"{spec.reader.path} (columns: {', '.join(row)}); name the columns to show, "
+                "e.g. judge_template('grader', question='question', answer='answer')",
+                field=f"datasets[{spec.abbr}].eval_cfg.evaluator.prompt_template")
 
 
 def check_placeholders(spec: DatasetSpec, row: Mapping[str, Any]) -> None:

@@ -140,7 +140,8 @@ async def test_a_code_rule_layer_in_a_cascade_runs_its_programs_and_judges_the_f
                 type=harness.CascadeEvaluator, rule_evaluator=rule, parallel=False,
                 llm_evaluator=dict(
                     type=harness.GenericLLMEvaluator,
-                    prompt_template=harness.judge_template("grader"),
+                    prompt_template=harness.judge_template(
+                        "grader", question="prompt", answer="canonical_solution"),
                     judge_cfg=dict(path="judge-model", openai_api_base="{url}")))}}
     async with FakeOpenAI(responder=replay) as srv:
         judge = spec["eval_cfg"]["evaluator"]["llm_evaluator"]["judge_cfg"]

@@ -382,7 +382,7 @@ async def test_one_endpoint_with_other_timeouts_per_dataset_is_counted_whole(dat
     assert sum(c["requests"] for c in costs) == 2 * N
 
 
-async def test_placeholders_prediction_is_data_and_unknown_stay(data, tmp_path):
+async def test_placeholders_fill_once_and_the_prediction_is_data(data, tmp_path):
     seen = []
 
     def responder(body):
@@ -391,13 +391,25 @@ async def test_placeholders_prediction_is_data_and_unknown_stay(data, tmp_path):
             return "A"
         return "I say {answer} and {reference}"
 
-    template = "Q={question} G={answer} R={reference} O={obj_gold} P={prediction} U={unknown}"
+    template = "Q={question} G={answer} R={reference} O={obj_gold} P={prediction}"
     async with FakeOpenAI(responder=responder) as srv:
         cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="judge",
                                  template=template)
         await harness.evaluate(cfg, work_dir=tmp_path / "w", limit=1)
-    assert seen == ["Q=What is 0 + 1? G=#### 1 R=1 O=1 P=I say {answer} and {reference} "
-                    "U={unknown}"]
+    assert seen == ["Q=What is 0 + 1? G=#### 1 R=1 O=1 P=I say {answer} and {reference}"]
+
+
+async def test_a_judge_placeholder_naming_no_column_is_refused_before_any_request(
+        data, tmp_path):
+    # The grader preset shows {problem}; on a dataset whose question is 'question' the
+    # judge got the literal text "{problem}" and graded without the question.
+    async with FakeOpenAI(responder=model_and_judge) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode="cascade",
+                                 template="Q={problem} P={prediction}")
+        with pytest.raises(harness.ConfigError, match=r"the judge's template uses \{problem\}, "
+                           r"which names no column .*judge_template\('grader', question="):
+            await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        assert srv.stats.total == 0
 
 
 async def test_logprobs_record_the_verdict_probability(data, tmp_path):

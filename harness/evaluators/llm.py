@@ -29,7 +29,8 @@ class GenericLLMEvaluator(BaseEvaluator):
     ``prompt_template`` is ``dict(type=RawPromptTemplate, messages=[...])`` or the name of
     a preset in ``judges/`` (``'grader'``, ``'strict'``). Its placeholders are any column
     of the sample plus ``{prediction}`` (required: a template without it is a
-    ``ConfigError``), ``{reference}`` and ``{obj_gold}``; unknown ones stay as written,
+    ``ConfigError``), ``{reference}`` and ``{obj_gold}``; one naming no column of the
+    data is refused when the dataset is validated (``validate.check_judge_placeholders``),
     and filling is one pass. ``judge_cfg`` is described in
     ``harness.judge.spec``; its keys are checked here, when the config is loaded.
     ``dataset_cfg`` is accepted and ignored (the evaluated dataset supplies the rows), as
