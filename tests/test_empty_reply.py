@@ -54,6 +54,8 @@ async def test_a_model_that_answers_nothing_scores_zero_under_its_own_count(tmp_
     assert report.call_stats["fake"]["by_kind"] == {"empty_reply": 3 * N}
     assert all(r["status"] == "empty_reply" and r["correct"] is False
                for r in rows(tmp_path / "w"))
+    # The reference as a scored sample shows it: after gsm8k_dataset_postprocess.
+    assert [r["reference"] for r in rows(tmp_path / "w")][:3] == ["1", "3", "5"]
     # The stored empty reply is the model's answer: a rerun asks nothing again.
     assert again.call_stats["fake"]["requests"] == 0
     assert again.result("arith")["counts"] == {"empty_reply": N}

@@ -137,6 +137,7 @@ async def test_failed_call_is_recorded_and_retried_on_next_run(arith, tmp_path):
         row = details(tmp_path / "w")[3]
         assert row["status"] == "model_error" and "HTTP 500" in row["error"]
         assert row["correct"] is None
+        assert row["reference"] == "7"  # after gsm8k_dataset_postprocess, as when scored
         report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
         assert report.result("arith")["counts"] == {"ok": 40}
         assert srv.stats.total == 39 + 2 + 1  # the rerun asks only for the failed one

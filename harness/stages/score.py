@@ -262,6 +262,19 @@ class Scorer:
         """Score one completion; never raises for a per-sample problem."""
         return (await self.score_keyed(completion))[0]
 
+    def _reference(self, completion: Completion) -> Any:
+        """The sample's reference after its dataset's ``dataset_postprocessor``, as a
+        scored sample's details show it; as written if that fails here (the details
+        of a sample that was never scored must not fail on it)."""
+        sample = completion.sample
+        postprocessor = self.rules[sample.dataset].dataset_postprocessor
+        if postprocessor is None or self.datasets[sample.dataset].ppl is not None:
+            return sample.reference
+        try:
+            return apply(postprocessor, sample.reference, sample.row)
+        except Exception:  # noqa: BLE001 - shown as written instead
+            return sample.reference
+
     def _key(self, completion: Completion) -> str | None:
         """The completion's outcome key, where its dataset's outcomes are stored."""
         if self.outcomes is None or completion.status != "ok":
@@ -304,14 +317,16 @@ class Scorer:
                                 rule_correct=rule_correct)
 
         if completion.status != "ok":
-            return result("model_error", error=completion.error, cause=completion.cause), None
+            return result("model_error", reference=self._reference(completion),
+                          error=completion.error, cause=completion.cause), None
         if empty_reply(completion.text):
             # Still empty after its retries: the model answered nothing, which is wrong
             # (a transient empty reply was retried and never gets here). Nothing for a
             # judge to read; a cascade's rule layer counts it as a rule failure.
             scored = self.mode != "infer" and dataset.evaluator is not None
             wrong = scored and dataset.evaluator is not None and dataset.evaluator.verdicts
-            empty = result("empty_reply", "", correct=False if wrong else None,
+            empty = result("empty_reply", "", self._reference(completion),
+                           correct=False if wrong else None,
                            error="the model's reply was empty")
             has_rule, judge, _ = self.plans[sample.dataset]
             if scored and has_rule and judge is not None:
