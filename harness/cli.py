@@ -208,8 +208,8 @@ def _run(args: argparse.Namespace) -> int:
         for s in report.summaries:
             if s.extract_rate is not None:
                 print(f"extract rate {s.model}/{s.dataset}: {s.extract_rate:.2f}%")
-    print(f"\nresults: {report.work_dir}/results  details: {report.work_dir}/details  "
-          f"({report.elapsed:.1f}s)")
+    details = f"  details: {report.work_dir}/details" if args.dump_details else ""
+    print(f"\nresults: {report.work_dir}/results{details}  ({report.elapsed:.1f}s)")
     print(f"report: python -m harness report {shlex.quote(str(report.work_dir))}")
     for (model, dataset), kept in report.kept.items():
         print(_kept_line(model, dataset, kept, report.result(dataset, model)), file=sys.stderr)

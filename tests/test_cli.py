@@ -57,6 +57,17 @@ async def test_run_with_flags_prints_summary_and_writes_results(tmp_path):
     assert b"sk-planted-secret-key-000" not in result.stdout + result.stderr
 
 
+async def test_without_details_the_cli_points_to_none(tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", 2)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    async with FakeOpenAI(responder=arith_reply) as srv:
+        result = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--model-base-url",
+                srv.base_url, "--model", "fake-model", "--no-dump-eval-details"), env=env())
+    assert not (tmp_path / "w" / "details").exists()
+    assert b"results: " in result.stdout and b"details: " not in result.stdout
+
+
 async def test_model_name_is_discovered_from_the_endpoint(tmp_path):
     data = write_arith(tmp_path / "a.jsonl", 4)
     cfg = write_config(tmp_path / "cfg.py", data)
