@@ -31,7 +31,7 @@ from .records import SampleResult
 from .results import summary_table
 from .run_models import discover_name, models_for_eval, spec_record, unique_abbrs
 from .stages.collect import write_results
-from .store import IntactCheck, Store
+from .store import DB_NAME, IntactCheck, Store
 from .summary import ResultSummary
 from .validate import validate_dataset
 
@@ -164,6 +164,10 @@ async def open_run(config: str | Path | RunConfig | None = None,
             for dataset in run_config.datasets:
                 if dataset.evaluator is not None:
                     dataset.evaluator.check_ready()
+        if mode == "eval" and not (work / DB_NAME).exists():
+            # Nothing to re-score: refused before a store is made where there was none.
+            raise ConfigError(f"{work} holds no recorded predictions of these datasets to "
+                              "re-score; run without --mode eval first", field="--mode")
     except BaseException:
         if intact is not None:
             intact.cancel()  # the run stops before its store opens: nobody waits for it

@@ -107,6 +107,7 @@ async def test_eval_mode_on_an_empty_work_dir_is_refused(server, arith, tmp_path
         await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval")
     assert server.stats.total == 0
     assert not (tmp_path / "w" / "results").exists()
+    assert not (tmp_path / "w" / "harness.db").exists()  # nothing written at all
 
 
 async def test_infer_mode_only_predicts(server, arith, tmp_path):
