@@ -46,7 +46,7 @@ from .errors import HarnessError
 from .paths import details_path
 from .records import SCORED_STATUSES
 from .report.workdir import iter_details, load_summaries
-from .results import mean_interval, wilson_bounds
+from .results import wilson_bounds
 from .summary import PRIMARY_METRIC, ResultSummary
 
 _PRED_CHARS = 200
@@ -139,9 +139,13 @@ def replica_interval(differences: list[float], fixed: int, broken: int, both: in
 def clustered_interval(differences: list[float]) -> list[float] | None:
     """95% normal interval, in points, of the mean of per-sample differences (each in
     [-1, 1]), for runs with replicas (see above); ``None`` below two samples."""
-    if len(differences) < 2:
+    n = len(differences)
+    if n < 2:
         return None
-    return mean_interval(differences, lowest=-1.0, digits=4)
+    mean = sum(differences) / n
+    half = 1.959963984540054 * math.sqrt(sum((d - mean) ** 2 for d in differences)
+                                         / (n - 1) / n)
+    return [round(100 * max(-1.0, mean - half), 4), round(100 * min(1.0, mean + half), 4)]
 
 
 def compare_dirs(work_a: str | Path, work_b: str | Path) -> dict[str, Any]:

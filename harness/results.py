@@ -329,20 +329,6 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
-def mean_interval(values: list[float], z: float = 1.959963984540054, lowest: float = 0.0,
-                  digits: int = 2) -> list[float] | None:
-    """Normal 95% interval for the mean of per-sample values in [``lowest``, 1] (a
-    difference of two: ``lowest=-1``), in percent, rounded to ``digits``."""
-    if not values:
-        return None
-    n = len(values)
-    mean = sum(values) / n
-    var = sum((v - mean) ** 2 for v in values) / (n - 1) if n > 1 else 0.0
-    half = z * math.sqrt(var / n)
-    return [round(100 * max(lowest, mean - half), digits),
-            round(100 * min(1.0, mean + half), digits)]
-
-
 def proportion_interval(means: Sequence[float], draws: float) -> tuple[float, float] | None:
     """95% interval, as fractions, of a proportion measured as per-sample means in [0, 1]
     over ``draws`` 0/1 judgements in all (the replicas of a sample are not independent).

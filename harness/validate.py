@@ -13,7 +13,7 @@ reach the model as literal text.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,7 +121,7 @@ def check_row(spec: DatasetSpec, row: Mapping[str, Any], line: int) -> None:
 
 def _prompt_columns(spec: DatasetSpec) -> tuple[str, ...]:
     """The input columns the prompt template fills in."""
-    used = {name for m in spec.template.messages for name in PLACEHOLDER.findall(m["content"])}
+    used = set(_placeholders(spec.template.messages))
     return tuple(c for c in spec.input_columns if c in used)
 
 
@@ -152,20 +152,20 @@ def _check_postprocessed_reference(spec: DatasetSpec, row: Mapping[str, Any], li
                                    reference_of: Callable[[Mapping[str, Any]], Any]) -> None:
     """The reference after the ``dataset_postprocessor`` (``reference_of``) must still be
     one: one the postprocessor cannot read would score every reply to it as wrong."""
+    column = spec.output_column
+    assert column is not None  # reference_of exists only for a dataset with references
     try:
         reference = reference_of(row)
     except Exception as exc:  # noqa: BLE001 - any failure is this row's
         raise DatasetError(f"the dataset_postprocessor raised {type(exc).__name__} on the "
-                           f"reference {_shown(row[spec.output_column or ''])}: {exc}",
-                           path=str(spec.reader.path), line=line,
-                           field=spec.output_column) from exc
+                           f"reference {_shown(row[column])}: {exc}",
+                           path=str(spec.reader.path), line=line, field=column) from exc
     if missing_reference(reference):
         raise DatasetError(f"the dataset_postprocessor finds no reference in "
-                           f"{_shown(row[spec.output_column or ''])} (it gives "
-                           f"{reference!r}); fix the data or the postprocessor, or set "
-                           "skip_missing_reference=True in reader_cfg to leave such rows "
-                           "out", path=str(spec.reader.path), line=line,
-                           field=spec.output_column)
+                           f"{_shown(row[column])} (it gives {reference!r}); fix the data "
+                           "or the postprocessor, or set skip_missing_reference=True in "
+                           "reader_cfg to leave such rows out", path=str(spec.reader.path),
+                           line=line, field=column)
 
 
 def _shown(value: Any) -> str:
@@ -196,27 +196,18 @@ def _skipped(spec: DatasetSpec, row: Mapping[str, Any]) -> bool:
         return False
 
 
-#: What a judge template may name besides the row's columns (``GenericLLMEvaluator``).
-_JUDGE_VALUES = frozenset({"prediction", "reference", "obj_gold"})
-
-
 def check_judge_placeholders(spec: DatasetSpec, row: Mapping[str, Any]) -> None:
     """Each ``{name}`` in a judge's template must be a column of the data, or what the
     judge fills in itself (math braces excepted): a preset's ``{problem}`` on a dataset
     whose question is ``question`` would reach the judge as literal text, and the judge
     would grade without the question."""
-    from .evaluators.llm import judge_plan
+    from .evaluators.llm import JUDGE_VALUES, judge_plan
 
     judge = judge_plan(spec.evaluator)[1]
     if judge is None:
         return
-    for message in judge.template.messages:
-        content = message["content"]
-        for match in PLACEHOLDER.finditer(content):
-            name = match.group(1)
-            if (name in _JUDGE_VALUES or name in row or len(name) < 2
-                    or _MATH_BEFORE.search(content[:match.start()])):
-                continue
+    for name in _placeholders(judge.template.messages):
+        if name not in JUDGE_VALUES and name not in row:
             raise ConfigError(
                 f"the judge's template uses {{{name}}}, which names no column of "
                 f"{spec.reader.path} (columns: {', '.join(row)}); name the columns to show, "
@@ -224,15 +215,21 @@ def check_judge_placeholders(spec: DatasetSpec, row: Mapping[str, Any]) -> None:
                 field=f"datasets[{spec.abbr}].eval_cfg.evaluator.prompt_template")
 
 
-def check_placeholders(spec: DatasetSpec, row: Mapping[str, Any]) -> None:
-    """Each ``{name}`` in the prompt must be an input column (math braces excepted)."""
-    for message in spec.template.messages:
+def _placeholders(messages: Iterable[Mapping[str, str]]) -> Iterator[str]:
+    """The names of the ``{name}`` placeholders in ``messages``, but for math braces
+    (``\\frac{a}{b}``) and one-letter names."""
+    for message in messages:
         content = message["content"]
         for match in PLACEHOLDER.finditer(content):
             name = match.group(1)
-            latex = _MATH_BEFORE.search(content[:match.start()])
-            if latex or len(name) < 2 or name in spec.input_columns:
-                continue
+            if len(name) >= 2 and not _MATH_BEFORE.search(content[:match.start()]):
+                yield name
+
+
+def check_placeholders(spec: DatasetSpec, row: Mapping[str, Any]) -> None:
+    """Each ``{name}`` in the prompt must be an input column (math braces excepted)."""
+    for name in _placeholders(spec.template.messages):
+        if name not in spec.input_columns:
             where = f"datasets[{spec.abbr}].infer_cfg.prompt_template"
             if name in row:
                 raise ConfigError(f"the prompt uses {{{name}}}, a column that is not in "

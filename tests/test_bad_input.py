@@ -30,7 +30,15 @@ async def run_cli(cfg, work, server):
     (b'{"question": "What is 1 + 2?", "answer": "#### 3"}\n{"question": "x \\ud83d", "answer": "1"}\n',
      b"a.jsonl:2 field 'question': half a character"),
     (b"", b"no rows"),
-], ids=["malformed-json", "non-utf8", "missing-column", "lone-surrogate", "empty"])
+    # The prompt's only field null: the model would get an empty prompt.
+    (b'{"question": "What is 1 + 2?", "answer": "#### 3"}\n{"question": null, "answer": "#### 3"}\n',
+     b"a.jsonl:2 field 'question': every field the prompt uses is empty"),
+    # gsm8k_dataset_postprocess finds no number in the reference: every reply would be
+    # scored wrong against ''.
+    (b'{"question": "What is 1 + 2?", "answer": "#### 3"}\n{"question": "What is 2 + 2?", "answer": "N/A"}\n',
+     b"a.jsonl:2 field 'answer': the dataset_postprocessor finds no reference in 'N/A'"),
+], ids=["malformed-json", "non-utf8", "missing-column", "lone-surrogate", "empty",
+        "null-prompt-field", "postprocessed-reference-empty"])
 async def test_bad_jsonl_fails_before_any_request(server, tmp_path, content, message):
     data = tmp_path / "a.jsonl"
     data.write_bytes(content)
@@ -95,25 +103,6 @@ def test_spreadsheet_rows_may_leave_out_empty_last_cells(tmp_path):
     rows = [row for _, row in CustomDataset(data).rows()]
     assert [(r["question"], r["answer"], r["notes"]) for r in rows] == [
         ("What is 1 + 2?", "3", "easy"), ("What is 2 + 2?", "4", None)]
-
-
-@pytest.mark.parametrize("content,message", [
-    # The prompt's only field null: the model would get an empty prompt.
-    (b'{"question": "What is 1 + 2?", "answer": "#### 3"}\n{"question": null, "answer": "#### 3"}\n',
-     b"a.jsonl:2 field 'question': every field the prompt uses is empty"),
-    # gsm8k_dataset_postprocess finds no number in the reference: every reply would be
-    # scored wrong against ''.
-    (b'{"question": "What is 1 + 2?", "answer": "#### 3"}\n{"question": "What is 2 + 2?", "answer": "N/A"}\n',
-     b"a.jsonl:2 field 'answer': the dataset_postprocessor finds no reference in 'N/A'"),
-], ids=["null-prompt-field", "postprocessed-reference-empty"])
-async def test_rows_that_cannot_be_scored_fail_before_any_request(server, tmp_path, content,
-                                                                  message):
-    data = tmp_path / "a.jsonl"
-    data.write_bytes(content)
-    result = await run_cli(write_config(tmp_path / "cfg.py", data), tmp_path / "w", server)
-    assert result.returncode == 2
-    assert message in result.stderr
-    assert server.stats.total == 0
 
 
 async def test_a_dataset_without_an_evaluator_is_not_reported_as_scored(server, tmp_path):

@@ -7,7 +7,7 @@ import math
 import pytest
 
 import harness
-from harness.results import mean_interval, pass_at_k, replica_metrics, wilson_interval
+from harness.results import pass_at_k, replica_metrics, wilson_interval
 from harness.testing import FakeOpenAI
 
 from .helpers import model_cfg, write_arith, write_config
@@ -28,11 +28,14 @@ def test_wilson_interval_known_case():
     assert wilson_interval(0, 0) is None
 
 
-def test_mean_interval_known_case():
-    values = [1.0, 0.0, 1.0, 1.0]
+def test_clustered_interval_known_case():
+    from harness.compare import clustered_interval
+
+    differences = [1.0, 0.0, 1.0, 1.0]
     mean, sd = 0.75, math.sqrt(0.25)
     half = 1.959963984540054 * sd / 2
-    assert mean_interval(values) == [round(100 * (mean - half), 2), 100.0]
+    assert clustered_interval(differences) == [round(100 * (mean - half), 4), 100.0]
+    assert clustered_interval([-1.0, -1.0, 0.0])[0] == -100.0  # a difference's floor
 
 
 def test_replica_metrics():

@@ -127,20 +127,24 @@ async def test_a_probe_that_fails_concludes_nothing_and_is_asked_again(tmp_path)
 
 
 async def test_a_stopped_sample_keeps_the_likelihoods_it_already_got(tmp_path):
-    # Candidates A and B answer at once, C after 3 s; the run is cancelled at 1 s. The
-    # rows of A and B were paid for: they are stored, and the rerun asks only for C.
+    # Candidates A and B answer at once, C only after 30 s; the run is stopped once two
+    # likelihood rows are stored. They were paid for: the rerun asks only for C.
     golds = write_mc(tmp_path / "mc.jsonl", 1)
 
     def latency(body):
         prompt = body.get("prompt")
-        return 3.0 if isinstance(prompt, str) and prompt.endswith("Answer: C") else 0.0
+        return 30.0 if isinstance(prompt, str) and prompt.endswith("Answer: C") else 0.0
 
     async with FakeOpenAI(scorer=knows_gold(golds), latency=latency) as srv:
         cfg = mc_config(tmp_path / "cfg.py", srv.base_url,
                         inferencer="dict(type=PPLInferencer, method='echo')")
-        with anyio.move_on_after(1.0):
-            await harness.evaluate(cfg, work_dir=tmp_path / "w")
-        assert count_stored(tmp_path / "w" / "harness.db") == 2
+        with anyio.fail_after(20):  # the rows of A and B never stored: the defect
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(lambda: harness.evaluate(cfg, work_dir=tmp_path / "w"))
+                while count_stored(tmp_path / "w" / "harness.db") < 2:  # noqa: ASYNC110 - the store's file: no event to wait on
+                    await anyio.sleep(0.01)
+                tg.cancel_scope.cancel()
+        srv.latency = 0.0
         before = srv.stats.total
         report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
         assert srv.stats.total - before == 2  # the probe, and C

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from ..judge.defuse import Defuser
 
 
+#: What ``GenericLLMEvaluator.render`` fills in besides the sample's columns.
+JUDGE_VALUES = frozenset({"prediction", "reference", "obj_gold"})
+
+
 @EVALUATORS.register("GenericLLMEvaluator")
 class GenericLLMEvaluator(BaseEvaluator):
     """Judge every sample with an LLM (or, inside a cascade, the rule failures).
