@@ -7,8 +7,10 @@ first, harness's rewrites, the bare-answer boxing), field for field: a decision 
 differs would change a verdict or the extraction a run records. The pairs are every
 MATH-500 answer against itself, realistic replies to it extracted by the shipped
 postprocessor, numeric rewritings of it (and the reverse order, a rewritten gold), and
-the hand-labelled extraction corpus. The fast path must also decide most of them, or it
-saves nothing.
+the hand-labelled extraction corpus, a sample of the pairs of two different MATH-500
+answers (``bench/check_math_fast.py`` checks all of them) and random answers in and just
+outside the LaTeX ``math_values`` reads. The fast path must also decide most of them, or
+it saves nothing.
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ from harness.evaluators.math_fast import fast_detail
 from harness.evaluators.math_verify import MATHVerifyEvaluator
 from harness.postprocessors import math_postprocess_v2
 from harness.testing.corpus import load_corpus
-from harness.testing.math_pairs import math500_answers, numeric_variants, reply_pairs
+from harness.testing.math_pairs import (
+    math500_answers,
+    numeric_variants,
+    random_answers,
+    reply_pairs,
+)
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +94,37 @@ def test_extraction_corpus(evaluator):
     assert decided >= 0.5 * len(set(pairs)), decided
 
 
+def test_pairs_of_different_math500_answers(evaluator, answers):
+    # Mostly wrong answers of another form than the gold (2\sqrt{5} for 36, a tuple for
+    # a number), decided "certainly apart" by their values; every 37th pair.
+    distinct = list(dict.fromkeys(answers))
+    pairs = [(pred, gold) for gold in distinct for pred in distinct if pred != gold]
+    decided, wrong = _disagreements(evaluator, pairs[::37])
+    assert wrong == []
+    assert decided >= 0.5 * len(pairs[::37]), decided
+
+
+def test_random_answers_in_and_around_the_subset_read_by_value(evaluator):
+    answers = random_answers(300)
+    pairs = [pair for i, a in enumerate(answers)
+             for pair in ((a, answers[i - 1]), (answers[i - 1], a))]
+    decided, wrong = _disagreements(evaluator, pairs)
+    assert wrong == []
+    assert decided >= 50, decided
+
+
+@pytest.mark.parametrize("pred, gold", [
+    ("2 \\sqrt{5}", "36"), ("7\\pi", "2000"), ("-\\frac{\\pi}{6}", "4"),
+    ("6.28", "2\\pi"), ("x^3+3x-6", "2"), ("16", "\\frac{11+9a}{20}"), ("2k", "81"),
+    ("(8,-2)", "83"), ("83", "(-\\sqrt{3}, \\sqrt{3})"), ("5", "(-2,1)"), ("1", "[1,2]"),
+    ("\\left( 3, \\frac{\\pi}{2} \\right)", "-1"),
+])
+def test_values_certainly_apart_are_decided_unequal(evaluator, pred, gold):
+    fast = fast_detail(pred, gold)
+    assert fast is not None and fast["correct"] is False
+    assert fast == evaluator.score_sample(pred, gold)
+
+
 @pytest.mark.parametrize("pred, gold", [
     ("0.333333", "\\frac{1}{3}"),      # equal after math-verify's rounding only
     ("0.3333333", "\\frac{1}{3}"),
@@ -97,6 +135,15 @@ def test_extraction_corpus(evaluator):
     ("x" * 201, "x" * 201),            # nor a long one
     ("10^{10^{10}}", "10^{10^{10}}"),  # a tower math-verify may not finish parsing,
     ("1234567890.5", "1234567890.5"),  # float precision, not the value, decides
+    # Equal values in another form are math-verify's to prove (only "apart" is decided
+    # by value), and so are values within its rounding.
+    ("\\sqrt{2}\\sqrt{2}", "2"), ("10^{6}", "1000000"), ("-2^2", "-4"),
+    ("x - x + 5", "5"), ("\\frac{\\pi}{6}", "0.5236"),
+    ("[2,2]", "2"),                    # a one-point interval is the set {2}: equal
+    ("2\\frac{1}{2}", "2"),            # a mixed number to latex2sympy
+    ("e", "1"), ("3i", "1"),           # constants to latex2sympy, not variables
+    ("xy", "1"), ("x^10", "1"), ("2^3^2", "5"), ("\\sqrt{-4}", "2"),
+    ("(1,2)", "x"), ("(1,2)", "(1,2,3)"), ("1, 2", "1"),
 ])
 def test_defers_where_unsure(pred, gold):
     assert fast_detail(pred, gold) is None
@@ -140,6 +187,7 @@ def test_the_fast_path_never_imports_sympy():
     code = ("import sys; from harness.evaluators.math_fast import fast_detail; "
             "assert fast_detail('1,000', '1000')['correct']; "
             "assert fast_detail('\\\\frac{\\\\pi}{2}', '\\\\frac{\\\\pi}{2}')['correct']; "
+            "assert fast_detail('2\\\\sqrt{5}', '36')['correct'] is False; "
             "assert not {'sympy', 'math_verify', 'latex2sympy2_extended'} & set(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -17,7 +17,14 @@ is certain from the strings:
   parses both from the same text the same way, and its comparison of the two extraction
   strings holds as long as they are not empty (an answer it cannot parse keeps its
   string). Answers it may not parse within its time limit (nested exponents, factorials
-  of big numbers, over 200 characters) are left to it.
+  of big numbers, over 200 characters) are left to it;
+- **values certainly apart**: answers :mod:`math_values` reads (roots, ``\\pi``,
+  fractions, polynomials in one-letter variables, bracketed lists of constants) whose
+  values differ beyond any rounding math-verify does: two constants more than ``1e-5``
+  apart, a constant against an expression that varies with its variables, a constant
+  against a list of two or more distinct items (math-verify's numeric, symbolic and
+  set comparisons all say unequal). Only "unequal" is decided this way: proving two
+  forms equal is math-verify's work.
 
 The extraction string (``pred``) comes from latex2sympy2_extended's own ``normalize_latex``,
 loaded without the rest of that package (see :func:`_normalizer`).
@@ -28,6 +35,7 @@ on every MATH-500 answer and the extraction corpus.
 
 from __future__ import annotations
 
+import itertools
 import re
 import types
 from collections.abc import Callable
@@ -37,9 +45,11 @@ from pathlib import Path
 from typing import Any
 
 from .math_forms import rewrite
+from .math_values import Reading, read
 
 #: Decimals closer than this to the other side are left to math-verify's rounding.
 _SURE_APART = Fraction(1, 100_000)
+_SURE_APART_FLOAT = float(_SURE_APART)
 #: Decimals beyond these are left to math-verify (float precision, not values, decides).
 _MAX_DECIMAL = 10**9
 _MAX_DIGITS = 15
@@ -175,4 +185,29 @@ def fast_detail(prediction: Any, reference: Any) -> dict[str, Any] | None:
         display = shown(pred)
         if display:
             return {"answer": reference, "pred": display, "correct": True}
+        return None
+    if max(len(gold), len(pred)) <= _MAX_IDENTICAL and _looks_bare(pred) and _looks_bare(gold):
+        display, gold_shown = shown(pred), shown(gold)
+        if display and gold_shown and display != gold_shown \
+                and _apart(read(gold_shown), read(display)):
+            return {"answer": reference, "pred": display, "correct": False}
     return None
+
+
+def _apart(gold: Reading | None, pred: Reading | None) -> bool:
+    """Whether math-verify certainly finds the two readings unequal (see the module
+    docstring); ``False`` when it might not."""
+    if gold is None or pred is None:
+        return False
+    a, b = gold.constant, pred.constant
+    if a is not None and b is not None:
+        return abs(a - b) > max(_SURE_APART_FLOAT, 1e-9 * max(abs(a), abs(b)))
+    for one, other in ((a, pred), (b, gold)):
+        if one is None:
+            continue
+        if other.varies:
+            return True
+        items = sorted(other.items)
+        if len(items) >= 2 and all(y - x > _SURE_APART_FLOAT for x, y in itertools.pairwise(items)):
+            return True
+    return False

@@ -123,3 +123,52 @@ def numeric_variants(gold: str) -> list[str]:
             forms.append(near.rstrip("0").rstrip(".") if "." in near else near)
     forms += [str(-value) if value.denominator == 1 else f"-{gold}", str(value * 10)]
     return out + [f for f in forms if f]
+
+
+def random_answers(count: int, seed: int = 0) -> list[str]:
+    """``count`` random answers in the LaTeX ``harness.evaluators.math_values`` reads
+    and just outside it (mixed numbers, juxtaposed names, chained powers, negative
+    roots, letters latex2sympy may read as constants), for holding the fast path's
+    "certainly apart" decisions to math-verify's beyond the benchmark's own answers."""
+    import random
+
+    rng = random.Random(seed)
+    letters = "abcxyzkmnrt" + "eij"
+
+    def number() -> str:
+        return rng.choice([str(rng.randint(0, 12)), str(rng.randint(13, 999)),
+                           f"{rng.randint(0, 9)}.{rng.randint(0, 99)}", "\\pi ",
+                           f"\\frac{{{rng.randint(1, 9)}}}{{{rng.randint(1, 9)}}}"])
+
+    def atom(depth: int) -> str:
+        kind = rng.randrange(8 if depth < 2 else 4)
+        if kind <= 1:
+            return number()
+        if kind == 2:
+            return rng.choice(letters)
+        if kind == 3:
+            return f"{number()}{rng.choice(letters)}"
+        if kind == 4:
+            return f"\\frac{{{expression(depth + 1)}}}{{{expression(depth + 1)}}}"
+        if kind == 5:
+            index = rng.choice(["", "[3]", "[2]"])
+            return f"{rng.randint(1, 5)}\\sqrt{index}{{{expression(depth + 1)}}}"
+        if kind == 6:
+            return f"{atom(depth + 1)}^{rng.choice(['2', '3', '{2}', '{-1}', '{1/2}', '0'])}"
+        return rng.choice([f"{number()}\\frac{{1}}{{2}}", f"{atom(depth + 1)}^2^3",
+                           f"{number()} {number()}", "xy", f"({expression(depth + 1)})"])
+
+    def expression(depth: int = 0) -> str:
+        parts = [atom(depth) for _ in range(rng.randint(1, 3))]
+        ops = [rng.choice([" + ", " - ", " \\cdot ", "\\times ", " "]) for _ in parts[1:]]
+        text = parts[0] + "".join(op + part for op, part in zip(ops, parts[1:], strict=True))
+        return ("-" if rng.random() < 0.2 else "") + text
+
+    out = []
+    for _ in range(count):
+        if rng.random() < 0.2:
+            items = [number() for _ in range(rng.randint(2, 3))]
+            out.append(rng.choice("([") + ", ".join(items) + rng.choice(")]"))
+        else:
+            out.append(expression())
+    return out
