@@ -197,8 +197,7 @@ async def open_run(config: str | Path | RunConfig | None = None,
         specs = unique_abbrs(specs)
         if mode != "eval":
             await store.record_models(spec_record(s) for s in specs)
-        progress.total = sum(n for d, n in rows.items() for s in specs
-                             if pairs is None or (s.abbr, d) in pairs)
+        progress.total = sum(rows.values()) * len(specs)
         pipeline = Pipeline(run_config.datasets, specs, store, options, work, pairs,
                             progress, starters)
         send, receive = anyio.create_memory_object_stream[SampleResult](0)

@@ -26,22 +26,27 @@ def results_files(work):
     return sorted(str(p.relative_to(work / "results")) for p in (work / "results").rglob("*.json"))
 
 
-async def test_eval_mode_rescores_the_stored_model_without_endpoint_flags(server, tmp_path):
-    data = write_arith(tmp_path / "a.jsonl", N)
-    cfg = write_config(tmp_path / "cfg.py", data)
-    work = tmp_path / "w"
+async def predict_then_rescore(server, cfg, work) -> tuple[list[dict], list[dict]]:
+    """Run ``cfg``, change its postprocessor so that no answer of the form it looks for
+    is found any more, re-score with ``--mode eval`` (no request); both summaries."""
     first = await run(str(cfg), "-w", str(work), "--model-base-url", server.base_url,
                       "--model", "fake-model")
     assert first.returncode == 0, first.stderr.decode()
     before = json.loads((work / "summary.json").read_text())["results"]
     server.reset()
-    # A changed postprocessor: no answer of the form it looks for is found any more.
     cfg.write_text(cfg.read_text().replace("pred_postprocessor=dict(type=gsm8k_postprocess)",
                                            "pred_postprocessor=dict(type='last-option')"))
     again = await run(str(cfg), "-w", str(work), "--mode", "eval")
     assert again.returncode == 0, again.stderr.decode()
     assert server.stats.total == 0
-    after = json.loads((work / "summary.json").read_text())["results"]
+    return before, json.loads((work / "summary.json").read_text())["results"]
+
+
+async def test_eval_mode_rescores_the_stored_model_without_endpoint_flags(server, tmp_path):
+    data = write_arith(tmp_path / "a.jsonl", N)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    work = tmp_path / "w"
+    before, after = await predict_then_rescore(server, cfg, work)
     assert [r["model"] for r in after] == [r["model"] for r in before] == ["fake-model"]
     assert after[0]["counts"] == {"extract_failed": N} and after[0]["complete"] is True
     assert before[0]["correct"] > 0 and after[0]["correct"] == 0
@@ -133,11 +138,31 @@ async def test_a_dataset_a_model_never_predicted_gets_no_results(server, tmp_pat
     data = write_arith(tmp_path / "a.jsonl", N)
     cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(server.base_url)])
     await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    other = write_arith(tmp_path / "b.jsonl", N, start=100)  # other questions
     two = tmp_path / "two.py"
-    two.write_text(cfg.read_text() + "datasets = [*datasets, dict(datasets[0], abbr='other')]\n")
+    two.write_text(cfg.read_text() + "datasets = [*datasets, dict(datasets[0], abbr='other', "
+                   f"path={str(other)!r})]\n")
     report = await harness.evaluate(two, work_dir=tmp_path / "w", mode="eval")
     assert [(s["model"], s["dataset"]) for s in report.summaries] == [("fake", "arith")]
     assert report.complete
+    assert not (tmp_path / "w" / "details" / "fake" / "other.jsonl").exists()
+    assert results_files(tmp_path / "w") == ["fake/arith.json"]
+
+
+async def test_datasets_that_shared_their_calls_are_all_rescored(server, tmp_path):
+    # One dataset scored two ways makes each call once, and the store names the
+    # prediction after the first dataset: --mode eval re-scored only that one, left the
+    # other's old result on disk and exited 0.
+    data = write_arith(tmp_path / "a.jsonl", N)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    cfg.write_text(cfg.read_text() + "datasets = [*datasets, dict(datasets[0], abbr='again')]\n")
+    work = tmp_path / "w"
+    before, after = await predict_then_rescore(server, cfg, work)
+    assert [r["cached_predictions"] for r in before] == [0, N]  # shared: asked once
+    assert sorted(r["dataset"] for r in after) == ["again", "arith"]
+    for dataset in ("again", "arith"):
+        result = json.loads((work / "results" / "fake-model" / f"{dataset}.json").read_text())
+        assert result["counts"] == {"extract_failed": N} and result["mode"] == "eval", dataset
 
 
 async def test_a_work_dir_from_before_models_were_recorded_is_rescored_by_name(server, tmp_path):

@@ -33,7 +33,10 @@ class Collector:
 
     def __init__(self, work_dir: Path, datasets: Mapping[str, DatasetSpec],
                  pairs: Iterable[Pair], mode: str, dump_details: bool,
-                 judge_modes: Mapping[str, str | None], progress: Progress) -> None:
+                 judge_modes: Mapping[str, str | None], progress: Progress,
+                 unknown: frozenset[Pair] = frozenset()) -> None:
+        """``unknown``: pairs ``--mode eval`` runs without knowing whether anything is
+        stored for them; one whose every sample is ``missing`` is left out."""
         self.work_dir = work_dir
         self.datasets = datasets
         self.progress = progress
@@ -46,6 +49,9 @@ class Collector:
             for m, d in pairs}
         #: (model, dataset) → the results kept on disk because this run got less far.
         self.kept: dict[Pair, ResultSummary] = {}
+        self._unknown = unknown
+        #: Unknown pairs with nothing stored: no result, no details file.
+        self.absent: set[Pair] = set()
         #: Where finished samples also go (``open_run``'s iterator), if anywhere.
         self.out: ObjectSendStream[SampleResult] | None = None
 
@@ -76,6 +82,10 @@ class Collector:
             raise
         error: BaseException | None = None
         for pair, acc in self.accumulators.items():
+            if pair in self._unknown and acc.by_status.get("missing", 0) == acc.total:
+                self.absent.add(pair)
+                acc.close(keep=False)
+                continue
             previous = read_summary(result_path(self.work_dir, *pair))
             if finished and keeps_previous(acc.summary(), previous):
                 assert previous is not None
@@ -92,7 +102,9 @@ class Collector:
         """The result of every (model, dataset); ``judge_stats`` maps a dataset to its
         judge endpoint's statistics, ``call_stats`` a model to its client's."""
         out = []
-        for acc in self.accumulators.values():
+        for pair, acc in self.accumulators.items():
+            if pair in self.absent:
+                continue
             evaluator = self.datasets[acc.dataset].evaluator
             out.append(replace(acc.summary(),
                                evaluator=type(evaluator).__name__ if evaluator else None,
