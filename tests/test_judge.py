@@ -484,6 +484,29 @@ async def test_sample_score_fn_takes_precedence_and_sees_rule_postprocessed_pred
     assert report.result("arith")["cascade_stats"]["llm_evaluated"] == wrong
 
 
+async def test_sample_score_fn_decides_a_prediction_its_postprocessor_found_nothing_in(
+        both, data, tmp_path):
+    # OpenCompass gives the function the postprocessed prediction, '' included, and a
+    # function may call that right (a gold of "none", say): it was never called, so the
+    # sample was an extraction failure and went to the judge.
+    cfg = write_judge_config(
+        tmp_path / "cfg.py", data, both.base_url, mode="cascade",
+        rule="dict(type=AccEvaluator, pred_postprocessor=dict(type=nothing))")
+    text = cfg.read_text().replace("parallel=False)",
+                                   "parallel=False, sample_score_fn=empty_is_right)")
+    assert "sample_score_fn=empty_is_right" in text
+    cfg.write_text("def nothing(text):\n"
+                   "    return ''\n"
+                   "def empty_is_right(pred, ref, item):\n"
+                   "    return pred == ''\n" + text)
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    result = report.result("arith")
+    assert result["correct"] == N and result["complete"]
+    assert result["extract_rate"] == 0  # still nothing extracted
+    assert judge_requests(both) == []
+    assert {r["status"] for r in details(tmp_path / "w")} == {"extract_failed"}
+
+
 def test_generic_llmjudge_postprocess_uses_the_anchored_parser():
     out = harness.generic_llmjudge_postprocess({
         0: {"prediction": "A", "gold": "1"}, 1: {"prediction": "Answer: B", "gold": "2"},

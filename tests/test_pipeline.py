@@ -41,6 +41,19 @@ async def test_run_scores_every_sample(server, arith, tmp_path):
     assert server.stats.total == 40
 
 
+async def test_an_evaluator_function_scores_a_prediction_with_nothing_extracted(
+        server, arith, tmp_path):
+    # As in OpenCompass, the function gets every postprocessed prediction, '' included,
+    # and decides what it is worth; the extract rate still counts it as extracted nothing.
+    extra = ("def nothing(text):\n    return ''\n"
+             "def empty_is_right(pred, ref, item):\n    return pred == ''\n")
+    cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)],
+                       evaluator="empty_is_right", pred_pp="nothing", extra=extra)
+    result = (await harness.evaluate(cfg, work_dir=tmp_path / "w")).result("arith")
+    assert result["correct"] == result["total"] == 40 and result["complete"]
+    assert result["extract_rate"] == 0
+
+
 async def test_results_json_and_sorted_details_are_written(server, arith, tmp_path):
     cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)])
     work = tmp_path / "w"

@@ -55,6 +55,11 @@ class BaseEvaluator:
     #: Whether ``score_sample`` judges each sample right or wrong (``correct``); BLEU and
     #: ROUGE only score, so a sample without an answer is not "wrong" there either.
     verdicts: ClassVar[bool] = True
+    #: Whether a prediction its postprocessors extracted nothing from still goes to
+    #: ``score_sample`` (a config's own function, which OpenCompass gives it to: what
+    #: an empty answer is worth is its call); else it is an extraction failure, wrong.
+    #: Set per instance by a cascade, so not a ClassVar.
+    scores_failed_extraction: bool = False
     timeout: float = 30.0
 
     def __init__(self, timeout: float | None = None,
@@ -194,6 +199,8 @@ class SampleScoreEvaluator(BaseEvaluator):
     ``pred_postprocessor`` goes to the function: a key its signature does not accept
     is a ``ConfigError``.
     """
+
+    scores_failed_extraction = True
 
     def __init__(self, sample_score_fn: SampleScoreFn,
                  fn_kwargs: Mapping[str, Any] | None = None, **kwargs: Any) -> None:

@@ -109,7 +109,8 @@ class CascadeEvaluator(BaseEvaluator):
     the rule layer's pred_postprocessor (``prediction_postprocessors``), so the
     extraction sees how the reply ended, and math-verify's fast path applies here too.
     A prediction that postprocessor extracts nothing from is an extraction failure the
-    judge decides; ``sample_score_fn`` is not called on it.
+    judge decides, unless a ``sample_score_fn`` (called on it, as in OpenCompass) says
+    it is right.
     """
 
     def __init__(self, llm_evaluator: Mapping[str, Any] | GenericLLMEvaluator,
@@ -133,6 +134,8 @@ class CascadeEvaluator(BaseEvaluator):
             self.rule_evaluator = build_evaluator(rule_evaluator) if rule_evaluator else None
         self.sample_score_fn = sample_score_fn
         self.parallel = parallel
+        self.scores_failed_extraction = sample_score_fn is not None or bool(
+            self.rule_evaluator and self.rule_evaluator.scores_failed_extraction)
         # math-verify's rule layer runs in worker processes; a user's function may not
         # pickle (it lives in a config file), so it runs inline.
         self.needs_worker = bool(self.rule_evaluator and self.rule_evaluator.needs_worker

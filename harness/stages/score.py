@@ -396,7 +396,7 @@ class Scorer:
         evaluator = dataset.evaluator
         assert evaluator is not None
         extracted, reference = found.prediction, found.reference
-        if found.failed:
+        if found.failed and not evaluator.scores_failed_extraction:
             return result("extract_failed", extracted, reference,
                           False if evaluator.verdicts else None), True
         if detail is not None:
