@@ -113,6 +113,31 @@ def test_random_answers_in_and_around_the_subset_read_by_value(evaluator):
     assert decided >= 50, decided
 
 
+def test_pairs_a_review_found_misread_by_value(evaluator):
+    # Floats that cancelled (1e12/3 - 333333333333 read as 0.33331), a decimal longer
+    # than a float holds, variables that cancel at a huge scale, and latex2sympy's
+    # differential ("d\\pi" is one token): each was decided "apart" where math-verify
+    # finds the two equal. Intervals hold exact values now, and d is no variable.
+    pairs = [
+        ("\\frac{10^{12}}{3}-333333333333", "\\frac{1}{3}"),
+        ("\\frac{10^{7}}{3}-3333333", "\\frac{1}{3}"),
+        ("\\frac{1}{10^{7}+0.001-10^{7}}", "1000"),
+        ("3\\cdot 10^{11}+\\frac{1}{10}-3\\cdot 10^{11}", "0.1"),
+        ("10^{10}x+\\frac{1}{3}-10^{10}x", "\\frac{1}{3}"),
+        ("10^{7}x+\\frac{1}{3}-10^{7}x", "\\frac{1}{3}"),
+        ("900000000000.00004000 - 900000000000", "0.00004"),
+        ("30000000.00004 - 30000000", "\\frac{1}{25000}"),
+        ("\\frac{1}{\\sqrt[32]{10^{-320}}}", "10^{10}"),
+        ("\\frac{d}{d\\pi}\\pi", "0"), ("\\frac{d\\pi}{d\\pi}", "0"),
+        ("\\frac{d}{d\\pi}x", "0"), ("d\\sqrt{4} - d\\sqrt{2}\\cdot 2", "0"),
+        ("[\\frac{10^{12}}{3}-333333333333, \\frac{1}{3}]", "\\frac{1}{3}"),
+        ("[\\frac{10^{7}}{3}-3333333, \\frac{1}{3}]", "\\frac{1}{3}"),
+    ]
+    pairs += [(gold, pred) for pred, gold in pairs]
+    _, wrong = _disagreements(evaluator, pairs)
+    assert wrong == []
+
+
 @pytest.mark.parametrize("pred, gold", [
     ("2 \\sqrt{5}", "36"), ("7\\pi", "2000"), ("-\\frac{\\pi}{6}", "4"),
     ("6.28", "2\\pi"), ("x^3+3x-6", "2"), ("16", "\\frac{11+9a}{20}"), ("2k", "81"),

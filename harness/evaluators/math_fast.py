@@ -21,10 +21,10 @@ is certain from the strings:
 - **values certainly apart**: answers :mod:`math_values` reads (roots, ``\\pi``,
   fractions, polynomials in one-letter variables, bracketed lists of constants) whose
   values differ beyond any rounding math-verify does: two constants more than ``1e-5``
-  apart, a constant against an expression that varies with its variables, a constant
-  against a list of two or more distinct items (math-verify's numeric, symbolic and
-  set comparisons all say unequal). Only "unequal" is decided this way: proving two
-  forms equal is math-verify's work.
+  apart (the intervals that hold their exact values are), a constant against an
+  expression that varies with its variables, a constant against a list of two or more
+  distinct items (math-verify's numeric, symbolic and set comparisons all say unequal).
+  Only "unequal" is decided this way: proving two forms equal is math-verify's work.
 
 The extraction string (``pred``) comes from latex2sympy2_extended's own ``normalize_latex``,
 loaded without the rest of that package (see :func:`_normalizer`).
@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from .math_forms import rewrite
-from .math_values import Reading, read
+from .math_values import Reading, gap, read
 
 #: Decimals closer than this to the other side are left to math-verify's rounding.
 _SURE_APART = Fraction(1, 100_000)
@@ -201,13 +201,14 @@ def _apart(gold: Reading | None, pred: Reading | None) -> bool:
         return False
     a, b = gold.constant, pred.constant
     if a is not None and b is not None:
-        return abs(a - b) > max(_SURE_APART_FLOAT, 1e-9 * max(abs(a), abs(b)))
+        return gap(a, b) > _SURE_APART_FLOAT
     for one, other in ((a, pred), (b, gold)):
         if one is None:
             continue
         if other.varies:
             return True
         items = sorted(other.items)
-        if len(items) >= 2 and all(y - x > _SURE_APART_FLOAT for x, y in itertools.pairwise(items)):
+        if len(items) >= 2 and all(gap(x, y) > _SURE_APART_FLOAT
+                                   for x, y in itertools.pairwise(items)):
             return True
     return False

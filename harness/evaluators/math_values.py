@@ -4,71 +4,131 @@
 ``36``, ``x^3+3x-6`` for ``2``, ``(8,-2)`` for ``83``) when both sides are in the subset
 :func:`read` takes and their values are certainly different. The subset is one whose
 reading latex2sympy shares: integers and decimals, ``\\frac``, ``\\sqrt`` (with an
-integer index), ``\\pi``, powers with a single-digit or braced constant exponent, ``+``,
-``-``, ``\\cdot``, ``\\times``, lowercase one-letter variables other than ``e``, ``i``
-and ``j`` (which latex2sympy may read as constants), a product written by juxtaposition
-only where it cannot be a mixed number or a longer name (``2\\sqrt{5}``, ``3x``,
-``\\pi r^2``, not ``2\\frac{1}{2}``, ``xy`` or ``2 3``), and at the top level a bracketed
-list of such constants: two in any brackets, more in ``()`` or ``[]``. Anything else is
-``None``.
+integer index), ``\\pi``, powers with a single-digit or braced rational exponent, ``+``,
+``-``, ``\\cdot``, ``\\times``, lowercase one-letter variables other than ``d``, ``e``,
+``i`` and ``j`` (a differential, constants), a product written by juxtaposition only
+where it cannot be a mixed number or a longer name (``2\\sqrt{5}``, ``3x``, ``\\pi r^2``,
+not ``2\\frac{1}{2}``, ``xy`` or ``2 3``), and at the top level a bracketed list of such
+constants: two in any brackets, more in ``()`` or ``[]``. Anything else is ``None``.
 
-A variable is read at three fixed points, so an expression is its values there: the
-same at every point for a constant, different for one that depends on its variables.
+Values are intervals that hold the exact value, whatever floating point rounds (every
+operation widens its result by more than its rounding error), so "apart" is never an
+artefact of cancellation or of a decimal longer than a float holds. A variable is read
+at three fixed points: an expression is its intervals there, and it varies with its
+variables when two of them are disjoint.
 """
 
 from __future__ import annotations
 
 import math
-import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
-#: Values beyond this are not read: a float no longer holds them to the precision
-#: math_fast compares at.
-MAX_MAGNITUDE = 1e12
+#: Values (and every intermediate value) beyond this are not read: there sympy's
+#: 15-digit floats, which a decimal in an answer brings in, no longer hold 1e-5.
+MAX_MAGNITUDE = 1e8
 
-_VARIABLES = frozenset("abcdfghklmnopqrstuvwxyz")
+_VARIABLES = frozenset("abcfghklmnopqrstuvwxyz")
 _PROBES = 3
+#: Widening of each result: a basic operation, a correctly rounded conversion and
+#: math.pi are within one unit in the last place (2.2e-16); pow is within a few, plus
+#: the rounding of a rational exponent to a float (at most 64 times 18 × 1.1e-16).
+_REL, _REL_POW, _ABS = 4e-15, 1e-12, 1e-300
+_MAX_EXPONENT = 64
+_MAX_DIGITS = 15
 _TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?|\.\d+)|(?P<cmd>\\[A-Za-z]+)"
                     r"|(?P<var>[a-z])|(?P<sym>[-+^{}()\[\],]))")
 
-#: An expression's values at the probe points.
-Values = tuple[float, ...]
+#: A closed interval ``(low, high)`` that holds a value.
+Interval = tuple[float, float]
+
+
+def gap(a: Interval, b: Interval) -> float:
+    """How far apart two intervals are (negative when they overlap)."""
+    return max(a[0] - b[1], b[0] - a[1])
 
 
 @dataclass(frozen=True, slots=True)
 class Reading:
-    """What an answer is worth: one expression's values at the probe points, or the
-    constant items of a bracketed list (``items``, with ``values`` empty)."""
+    """What an answer is worth: one expression's intervals at the probe points and
+    whether a variable occurs in it, or the constant items of a bracketed list
+    (``items``, with ``values`` empty)."""
 
-    values: Values = ()
-    items: tuple[float, ...] = ()
+    values: tuple[Interval, ...] = ()
+    variable: bool = False
+    items: tuple[Interval, ...] = ()
 
     @property
-    def constant(self) -> float | None:
-        """The expression's value if it is the same at every probe point."""
-        if not self.values or any(v != self.values[0] for v in self.values):
-            return None
-        return self.values[0]
+    def constant(self) -> Interval | None:
+        """The expression's value if no variable occurs in it."""
+        return self.values[0] if self.values and not self.variable else None
 
     @property
     def varies(self) -> bool:
-        """Whether the expression's value depends on its variables, beyond doubt."""
-        if not self.values:
-            return False
-        low, high = min(self.values), max(self.values)
-        return high - low > 1e-6 * max(1.0, abs(low), abs(high))
+        """Whether the expression's value certainly depends on its variables."""
+        return self.variable and (max(lo for lo, _ in self.values)
+                                  > min(hi for _, hi in self.values))
 
 
-def _probe(letter: str) -> Values:
-    """A variable's values at the probe points: positive, distinct for each letter."""
-    base = 1.3 + 0.0917 * (ord(letter) - ord("a"))
-    return tuple(base + 0.618 * k for k in range(_PROBES))
+@dataclass(frozen=True, slots=True)
+class _Value:
+    points: tuple[Interval, ...]
+    variable: bool = False
 
 
 class _Unread(Exception):
     """The text is outside the subset."""
+
+
+def _interval(low: float, high: float, rel: float = _REL) -> Interval:
+    """``[low, high]`` widened by more than the rounding that computed it; refused
+    beyond :data:`MAX_MAGNITUDE`."""
+    low, high = low - abs(low) * rel - _ABS, high + abs(high) * rel + _ABS
+    if not (math.isfinite(low) and math.isfinite(high)) \
+            or max(-low, high) > MAX_MAGNITUDE:
+        raise _Unread
+    return low, high
+
+
+def _add(a: Interval, b: Interval) -> Interval:
+    return _interval(a[0] + b[0], a[1] + b[1])
+
+
+def _sub(a: Interval, b: Interval) -> Interval:
+    return _interval(a[0] - b[1], a[1] - b[0])
+
+
+def _mul(a: Interval, b: Interval) -> Interval:
+    corners = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
+    return _interval(min(corners), max(corners))
+
+
+def _div(a: Interval, b: Interval) -> Interval:
+    if b[0] <= 0 <= b[1]:
+        raise _Unread
+    corners = (a[0] / b[0], a[0] / b[1], a[1] / b[0], a[1] / b[1])
+    return _interval(min(corners), max(corners))
+
+
+def _pow(a: Interval, exponent: Fraction) -> Interval:
+    """``a`` to a rational power, as sympy takes it (real only: a fractional power
+    of a negative number is complex there, so refused)."""
+    if exponent == 0:
+        return 1.0, 1.0
+    if exponent < 0:
+        return _div((1.0, 1.0), _pow(a, -exponent))
+    e = float(exponent)
+    if a[0] >= 0:
+        return _interval(a[0] ** e, a[1] ** e, _REL_POW)
+    if exponent.denominator != 1:
+        raise _Unread
+    ends = (abs(a[0]) ** e, abs(a[1]) ** e)
+    if exponent.numerator % 2:  # odd: increasing
+        return _interval(-ends[0], ends[1] if a[1] >= 0 else -ends[1], _REL_POW)
+    low = 0.0 if a[1] >= 0 else ends[1]
+    return _interval(low, max(ends), _REL_POW)
 
 
 class _Reader:
@@ -99,10 +159,10 @@ class _Reader:
     def answer(self) -> Reading:
         if self.peek()[1] in ("(", "["):
             return self.bracketed()
-        values = self.expression()
+        value = self.expression()
         if self.peek()[0] != "end":
             raise _Unread
-        return Reading(values=values)
+        return Reading(values=value.points, variable=value.variable)
 
     def bracketed(self) -> Reading:
         opening = self.tokens[self.at][1]
@@ -121,25 +181,24 @@ class _Reader:
         # (``(1, 2, 3]``) latex2sympy reads as something else (equal to 3).
         if len(items) > 2 and opening + closing not in ("()", "[]"):
             raise _Unread
-        constants = [Reading(values=v).constant for v in items]
-        if any(c is None for c in constants):
+        if any(item.variable for item in items):
             raise _Unread
-        return Reading(items=tuple(c for c in constants if c is not None))
+        return Reading(items=tuple(item.points[0] for item in items))
 
-    def expression(self) -> Values:
+    def expression(self) -> _Value:
         negative = self.peek()[1] == "-"
         if negative:
             self.at += 1
         total = self.term()
         if negative:
-            total = _map(operator.neg, total)
+            total = _Value(tuple((-hi, -lo) for lo, hi in total.points), total.variable)
         while self.peek()[1] in ("+", "-"):
-            subtract = self.tokens[self.at][1] == "-"
+            op = _sub if self.tokens[self.at][1] == "-" else _add
             self.at += 1
-            total = _map(operator.sub if subtract else operator.add, total, self.term())
+            total = _combine(op, total, self.term())
         return total
 
-    def term(self) -> Values:
+    def term(self) -> _Value:
         product = self.power()
         while True:
             kind, text = self.peek()
@@ -151,78 +210,98 @@ class _Reader:
             elif not (text in ("\\sqrt", "\\pi")
                       or (kind == "var" and self.tokens[self.at - 1][0] != "var")):
                 return product
-            product = _map(operator.mul, product, self.power())
+            product = _combine(_mul, product, self.power())
 
-    def power(self) -> Values:
+    def power(self) -> _Value:
         base = self.atom()
         if self.peek()[1] != "^":
             return base
         self.at += 1
-        kind, text = self.peek()
-        if kind == "num" and len(text) == 1:  # x^10 is x^1 0 in LaTeX
-            self.at += 1
-            exponent = float(text)
-        else:
-            exponent = self.constant(self.braced())
-        if exponent != int(exponent) and min(base) < 0:
-            raise _Unread
+        exponent = self.rational()
         if self.peek()[1] == "^":
             raise _Unread
-        return _map(lambda a: math.pow(a, exponent), base)
+        return _Value(tuple(_pow(p, exponent) for p in base.points), base.variable)
 
-    def atom(self) -> Values:
+    def rational(self) -> Fraction:
+        """An exponent: one digit (``x^10`` is ``x^1 0`` in LaTeX), or a braced
+        integer or ``\\frac`` of integers, optionally negative."""
+        kind, text = self.peek()
+        if kind == "num" and len(text) == 1:
+            self.at += 1
+            return Fraction(int(text))
+        self.take("{")
+        negative = self.peek()[1] == "-"
+        self.at += negative
+        if self.peek()[1] == "\\frac":
+            self.at += 1
+            numerator, denominator = self.integer(braced=True), self.integer(braced=True)
+            if denominator == 0:
+                raise _Unread
+            value = Fraction(numerator, denominator)
+        else:
+            value = Fraction(self.integer())
+        self.take("}")
+        if abs(value.numerator) > _MAX_EXPONENT or value.denominator > _MAX_EXPONENT:
+            raise _Unread
+        return -value if negative else value
+
+    def integer(self, braced: bool = False) -> int:
+        if braced:
+            self.take("{")
+        kind, text = self.peek()
+        if kind != "num" or not text.isdigit() or len(text) > _MAX_DIGITS:
+            raise _Unread
+        self.at += 1
+        if braced:
+            self.take("}")
+        return int(text)
+
+    def atom(self) -> _Value:
         kind, text = self.peek()
         self.at += 1
         if kind == "num":
-            return _map(lambda: float(text))
-        if kind == "var" and text in _VARIABLES:
-            return _probe(text)
-        if text == "\\pi":
-            return _map(lambda: math.pi)
-        if text == "\\frac":
-            numerator, denominator = self.braced(), self.braced()
-            if min(abs(d) for d in denominator) < 1e-12:
+            if sum(c.isdigit() for c in text) > _MAX_DIGITS:
                 raise _Unread
-            return _map(operator.truediv, numerator, denominator)
+            value = float(text)
+            return _Value((_interval(value, value),) * _PROBES)
+        if kind == "var" and text in _VARIABLES:
+            return _Value(_probe(text), variable=True)
+        if text == "\\pi":
+            return _Value((_interval(math.pi, math.pi),) * _PROBES)
+        if text == "\\frac":
+            return _combine(_div, self.braced(), self.braced())
         if text == "\\sqrt":
-            index = 2.0
+            index = 2
             if self.peek()[1] == "[":
                 self.at += 1
-                index = self.constant(self.expression())
+                index = self.integer()
                 self.take("]")
-                if index != int(index) or index < 2:
+                if not 2 <= index <= _MAX_EXPONENT:
                     raise _Unread
             radicand = self.braced()
-            if min(radicand) < 0:  # sympy's root of a negative number is complex
+            if any(lo < 0 for lo, _ in radicand.points):  # complex to sympy, maybe
                 raise _Unread
-            return _map(lambda a: a ** (1 / index), radicand)
+            return _Value(tuple(_pow(p, Fraction(1, index)) for p in radicand.points),
+                          radicand.variable)
         raise _Unread
 
-    def braced(self) -> Values:
+    def braced(self) -> _Value:
         self.take("{")
-        values = self.expression()
+        value = self.expression()
         self.take("}")
-        return values
-
-    @staticmethod
-    def constant(values: Values) -> float:
-        value = Reading(values=values).constant
-        if value is None:
-            raise _Unread
         return value
 
 
-def _map(op: Callable[..., float], *args: Values) -> Values:
-    """``op`` at every probe point (a constant without ``args``), refused when it fails
-    or leaves the range a float holds to the precision compared at."""
-    try:
-        points = zip(*args, strict=True) if args else [()] * _PROBES
-        out = tuple(op(*point) for point in points)
-    except (ArithmeticError, ValueError) as exc:
-        raise _Unread from exc
-    if not all(math.isfinite(v) and abs(v) <= MAX_MAGNITUDE for v in out):
-        raise _Unread
-    return out
+def _probe(letter: str) -> tuple[Interval, ...]:
+    """A variable's values at the probe points: positive, distinct for each letter."""
+    base = 1.3 + 0.0917 * (ord(letter) - ord("a"))
+    return tuple((base + 0.618 * k,) * 2 for k in range(_PROBES))
+
+
+def _combine(op: Callable[[Interval, Interval], Interval], a: _Value, b: _Value) -> _Value:
+    """``op`` at every probe point."""
+    return _Value(tuple(op(x, y) for x, y in zip(a.points, b.points, strict=True)),
+                  a.variable or b.variable)
 
 
 def read(text: str) -> Reading | None:
@@ -233,5 +312,5 @@ def read(text: str) -> Reading | None:
         if not reader.tokens:
             return None
         return reader.answer()
-    except _Unread:
+    except (_Unread, ArithmeticError, ValueError):
         return None
