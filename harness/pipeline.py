@@ -124,7 +124,7 @@ class Pipeline:
                                    [(m.abbr, d.abbr) for m, d in self.pairs], options.mode,
                                    options.dump_details,
                                    {d: self._judge_mode(d) for d in by_abbr}, self.progress,
-                                   unknown)
+                                   unknown, options.limit is not None)
 
     @property
     def kept(self) -> dict[Pair, ResultSummary]:

@@ -383,15 +383,21 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> lis
     return _percent(wilson_bounds(successes, n, z))
 
 
-def keeps_previous(summary: ResultSummary, previous: ResultSummary | None) -> bool:
+def keeps_previous(summary: ResultSummary, previous: ResultSummary | None,
+                   limited: bool = False) -> bool:
     """Whether the result on disk (``previous``) stays instead of ``summary``.
 
-    A run replaces a result only when it got at least as far: as many samples scored
-    and as many predicted (:func:`reach`). A run against a dead endpoint (all failed
-    calls), a ``--limit`` run on fewer samples, or a ``--mode infer`` run (nothing
-    scored) never replaces a scored result with its own, complete or not.
+    A run that scored every sample of the dataset as it is now (complete, not
+    ``limited`` by ``--limit``) always replaces it: a dataset with fewer rows, replicas
+    or a narrower ``test_range`` than before is that dataset now. Any other run replaces
+    it only when it got at least as far: as many samples scored and as many predicted
+    (:func:`reach`). A run against a dead endpoint (all failed calls), a ``--limit`` run
+    on fewer samples, or a ``--mode infer`` run (nothing scored) never replaces a scored
+    result with its own, complete or not.
     """
     if previous is None:
+        return False
+    if summary.complete and summary.mode != "infer" and not limited:
         return False
     (scored, predicted), (was_scored, was_predicted) = reach(summary), reach(previous)
     return scored < was_scored or predicted < was_predicted

@@ -132,6 +132,23 @@ async def test_a_run_on_fewer_samples_or_without_scores_leaves_the_results(tmp_p
             assert await snapshot(work) == before, flags
 
 
+async def test_a_complete_run_on_a_dataset_that_shrank_replaces_the_results(tmp_path):
+    # The dataset has fewer rows now: a complete run over all of them is its result.
+    # The old result (more samples, rows that no longer exist) stayed, with exit 0.
+    data = write_arith(tmp_path / "a.jsonl", N)
+    work = tmp_path / "w"
+    async with FakeOpenAI(responder=arith_reply) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        await anyio.run_process(cli("run", str(cfg), "-w", str(work), "-q"), env=env())
+        write_arith(data, 3)
+        fewer = await anyio.run_process(cli("run", str(cfg), "-w", str(work), "-q"), env=env())
+    assert fewer.returncode == 0 and b"kept the earlier" not in fewer.stderr
+    saved = json.loads((work / "results/fake/arith.json").read_text())
+    assert saved["total"] == 3 and saved["complete"]
+    assert len((work / "details/fake/arith.jsonl").read_text().splitlines()) == 3
+    assert json.loads((work / "summary.json").read_text())["results"][0]["total"] == 3
+
+
 async def test_a_run_that_gets_as_far_replaces_the_results(tmp_path):
     data = write_arith(tmp_path / "a.jsonl", N)
     work = tmp_path / "w"

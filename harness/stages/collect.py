@@ -34,9 +34,10 @@ class Collector:
     def __init__(self, work_dir: Path, datasets: Mapping[str, DatasetSpec],
                  pairs: Iterable[Pair], mode: str, dump_details: bool,
                  judge_modes: Mapping[str, str | None], progress: Progress,
-                 unknown: frozenset[Pair] = frozenset()) -> None:
+                 unknown: frozenset[Pair] = frozenset(), limited: bool = False) -> None:
         """``unknown``: pairs ``--mode eval`` runs without knowing whether anything is
-        stored for them; one whose every sample is ``missing`` is left out."""
+        stored for them; one whose every sample is ``missing`` is left out. ``limited``:
+        the run reads only the first rows (``--limit``)."""
         self.work_dir = work_dir
         self.datasets = datasets
         self.progress = progress
@@ -50,6 +51,7 @@ class Collector:
         #: (model, dataset) → the results kept on disk because this run got less far.
         self.kept: dict[Pair, ResultSummary] = {}
         self._unknown = unknown
+        self._limited = limited
         #: Unknown pairs with nothing stored: no result, no details file.
         self.absent: set[Pair] = set()
         #: Where finished samples also go (``open_run``'s iterator), if anywhere.
@@ -87,7 +89,7 @@ class Collector:
                 acc.close(keep=False)
                 continue
             previous = read_summary(result_path(self.work_dir, *pair))
-            if finished and keeps_previous(acc.summary(), previous):
+            if finished and keeps_previous(acc.summary(), previous, self._limited):
                 assert previous is not None
                 self.kept[pair] = previous
             try:
