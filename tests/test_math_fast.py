@@ -116,8 +116,8 @@ def test_random_answers_in_and_around_the_subset_read_by_value(evaluator):
 def test_pairs_a_review_found_misread_by_value(evaluator):
     # Floats that cancelled (1e12/3 - 333333333333 read as 0.33331), a decimal longer
     # than a float holds, variables that cancel at a huge scale, and latex2sympy's
-    # differential ("d\\pi" is one token): each was decided "apart" where math-verify
-    # finds the two equal. Intervals hold exact values now, and d is no variable.
+    # differential ("d\\pi" is one token), spaces its lexer refuses: each was decided
+    # "apart" where math-verify finds the two equal.
     pairs = [
         ("\\frac{10^{12}}{3}-333333333333", "\\frac{1}{3}"),
         ("\\frac{10^{7}}{3}-3333333", "\\frac{1}{3}"),
@@ -133,6 +133,10 @@ def test_pairs_a_review_found_misread_by_value(evaluator):
         ("[\\frac{10^{12}}{3}-333333333333, \\frac{1}{3}]", "\\frac{1}{3}"),
         ("[\\frac{10^{7}}{3}-3333333, \\frac{1}{3}]", "\\frac{1}{3}"),
     ]
+    # A space latex2sympy's lexer refuses (no-break, thin, form feed): math-verify
+    # then reads the plain text's last number, 2 here, and equates the two.
+    pairs += [("5\xa0-\xa02", "2"), ("2\u2009\\cdot\u20095", "5"), ("(1,\u202f2)", "2"),
+              ("x\x0c+\x0c1", "1")]
     pairs += [(gold, pred) for pred, gold in pairs]
     _, wrong = _disagreements(evaluator, pairs)
     assert wrong == []

@@ -82,6 +82,7 @@ def test_gap_between_intervals():
     "10^{-320}", "\\sqrt[65]{2}", "x^{y}", "x^{0.5}", "2^{\\frac{1}{0}}",
     "(1)", "(x, 1)", "1, 2", "\\{1, 2\\}", "(1, 2) + 1",
     "(1, 2, 3]", "[1, 2, 3)",  # latex2sympy equates these with 3
+    "5\xa0-\xa02", "x\u2009+\u20091", "2\x0c\\cdot 5",  # spaces latex2sympy's lexer refuses
     "30^\\circ", "5\\%", "\\text{(A)}", "x = 5", "\\infty", "1/2", "+5", "",
 ])
 def test_outside_the_subset(text):

@@ -38,8 +38,11 @@ _PROBES = 3
 _REL, _REL_POW, _ABS = 4e-15, 1e-12, 1e-300
 _MAX_EXPONENT = 64
 _MAX_DIGITS = 15
-_TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?|\.\d+)|(?P<cmd>\\[A-Za-z]+)"
-                    r"|(?P<var>[a-z])|(?P<sym>[-+^{}()\[\],]))")
+#: Only the spaces latex2sympy's lexer skips: another (a no-break space, say) makes it
+#: fail, and math-verify then reads a number out of the plain text instead.
+_SPACES = " \t\n\r"
+_TOKEN = re.compile(rf"[{_SPACES}]*(?:(?P<num>[0-9]+(?:\.[0-9]+)?|\.[0-9]+)"
+                    r"|(?P<cmd>\\[A-Za-z]+)|(?P<var>[a-z])|(?P<sym>[-+^{}()\[\],]))")
 
 #: A closed interval ``(low, high)`` that holds a value.
 Interval = tuple[float, float]
@@ -144,7 +147,7 @@ class _Reader:
             assert kind is not None
             self.tokens.append((kind, m[kind]))
             pos = m.end()
-        if text[pos:].strip():
+        if text[pos:].strip(_SPACES):
             raise _Unread
         self.at = 0
 
@@ -249,7 +252,7 @@ class _Reader:
         if braced:
             self.take("{")
         kind, text = self.peek()
-        if kind != "num" or not text.isdigit() or len(text) > _MAX_DIGITS:
+        if kind != "num" or "." in text or len(text) > _MAX_DIGITS:
             raise _Unread
         self.at += 1
         if braced:
