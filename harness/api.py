@@ -233,6 +233,11 @@ async def open_run(config: str | Path | RunConfig | None = None,
             return  # the caller left early: no report for a partial run
         report = RunReport(work, pipeline.summaries(), pipeline.call_stats(),
                            time.monotonic() - started, pipeline.kept)
+        if mode == "eval" and not report.summaries:
+            # Every sample of every dataset found nothing stored: nothing was re-scored,
+            # and the results on disk stay as they are.
+            raise ConfigError(f"{work} holds no stored predictions of these datasets to "
+                              "re-score; run without --mode eval first", field="--mode")
         store.check_work_dir()
         write_results(work, report.summaries, report.kept, report.elapsed)
         store.check_work_dir()  # replaced while they were written: say so

@@ -54,16 +54,18 @@ class EvalSelection:
 
 async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
                           datasets: Sequence[str]) -> EvalSelection:
-    """The models ``--mode eval`` re-scores: those asked for, else every recorded one
-    with stored predictions for ``datasets``.
+    """The models ``--mode eval`` re-scores: those asked for, else every recorded one.
 
-    A model asked for must have stored predictions in this work directory, matched by
+    Every recorded model: a model whose calls another model of the run shared (the
+    same request to the same endpoint) has its predictions stored under the other's
+    name. A model asked for must be recorded in this work directory, matched by
     endpoint and name (and by ``abbr`` where two stored models share both); only an
     endpoint matches every model stored for it. The stored spec is what is re-scored, so
     its keys are the ones its predictions were stored under. A work directory written
-    before models were recorded re-scores the models it is given.
+    before models were recorded re-scores the models it is given. ``pairs`` are the
+    (model, dataset) pairs the store names predictions of (see ``Pipeline``).
     """
-    recorded = [spec_from_record(r) for r in await store.recorded_models(datasets)]
+    recorded = [spec_from_record(r) for r in await store.recorded_models()]
     pairs = frozenset(await store.stored_pairs(datasets))
     where = str(store.work_dir)
     if not recorded:

@@ -494,12 +494,10 @@ class Store:
         except sqlite3.Error as exc:
             raise self._error("recording models failed", exc) from exc
 
-    async def recorded_models(self, datasets: Sequence[str]) -> list[dict[str, Any]]:
-        """The recorded models with at least one stored prediction for ``datasets``."""
-        sql = ("SELECT spec FROM models WHERE abbr IN (SELECT DISTINCT model FROM "
-               f"predictions WHERE status = 'ok' AND dataset IN ({','.join('?' * len(datasets))}))"
-               " ORDER BY abbr")
-        return [json.loads(row[0]) for row in self._read(sql, datasets, "reading models failed")]
+    async def recorded_models(self) -> list[dict[str, Any]]:
+        """Every model a run in this work directory predicted with (or set out to)."""
+        sql = "SELECT spec FROM models ORDER BY abbr"
+        return [json.loads(row[0]) for row in self._read(sql, (), "reading models failed")]
 
     async def stored_pairs(self, datasets: Sequence[str]) -> set[tuple[str, str]]:
         """``(model, dataset)`` pairs with at least one stored prediction, for ``datasets``."""

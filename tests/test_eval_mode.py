@@ -67,13 +67,19 @@ async def test_eval_mode_with_only_the_endpoint_rescores_its_stored_models(serve
     assert json.loads((work / "summary.json").read_text())["results"][0]["scored"] == N
 
 
-async def test_eval_mode_for_a_model_with_nothing_stored_is_refused(server, tmp_path):
+async def predicted(server, tmp_path):
+    """A work directory with the arithmetic dataset predicted and scored: the config,
+    its data file, the directory and its ``summary.json`` bytes."""
     data = write_arith(tmp_path / "a.jsonl", N)
     cfg = write_config(tmp_path / "cfg.py", data)
     work = tmp_path / "w"
     await run(str(cfg), "-w", str(work), "--model-base-url", server.base_url,
               "--model", "fake-model")
-    summary = (work / "summary.json").read_bytes()
+    return cfg, data, work, (work / "summary.json").read_bytes()
+
+
+async def test_eval_mode_for_a_model_with_nothing_stored_is_refused(server, tmp_path):
+    cfg, _, work, summary = await predicted(server, tmp_path)
     result = await run(str(cfg), "-w", str(work), "--mode", "eval",
                        "--model-base-url", server.base_url, "--model", "other-model")
     err = result.stderr.decode()
@@ -163,6 +169,51 @@ async def test_datasets_that_shared_their_calls_are_all_rescored(server, tmp_pat
     for dataset in ("again", "arith"):
         result = json.loads((work / "results" / "fake-model" / f"{dataset}.json").read_text())
         assert result["counts"] == {"extract_failed": N} and result["mode"] == "eval", dataset
+
+
+async def test_a_shared_dataset_whose_prompts_changed_is_reported_missing(server, tmp_path):
+    # Its predictions were stored under the other dataset's name, and its new prompts
+    # find none: it was run here (its result is on disk), so it is reported incomplete,
+    # not left out with its old result kept silently.
+    data = write_arith(tmp_path / "a.jsonl", N)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    cfg.write_text(cfg.read_text() + "datasets = [*datasets, dict(datasets[0], abbr='again')]\n")
+    work = tmp_path / "w"
+    flags = ("--model-base-url", server.base_url, "--model", "fake-model")
+    assert (await run(str(cfg), "-w", str(work), *flags)).returncode == 0
+    other = write_arith(tmp_path / "b.jsonl", N, start=100)
+    cfg.write_text(cfg.read_text().replace("abbr='again')", f"abbr='again', path={str(other)!r})"))
+    again = await run(str(cfg), "-w", str(work), "--mode", "eval")
+    assert again.returncode == 1
+    after = {r["dataset"]: r for r in json.loads((work / "summary.json").read_text())["results"]}
+    assert sorted(after) == ["again", "arith"] and after["arith"]["complete"]
+
+
+async def test_models_that_shared_their_calls_are_all_rescored(server, tmp_path):
+    # Two models sending the same requests to the same endpoint share each call, and
+    # the store names the prediction after the first: the second was left out.
+    import harness
+
+    from .helpers import model_cfg
+
+    data = write_arith(tmp_path / "a.jsonl", N)
+    models = [model_cfg(server.base_url), {**model_cfg(server.base_url), "abbr": "twin"}]
+    cfg = write_config(tmp_path / "cfg.py", data, models=models)
+    await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    assert server.stats.total == N
+    report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval")
+    assert sorted(s["model"] for s in report.summaries) == ["fake", "twin"]
+    assert report.complete and server.stats.total == N
+
+
+async def test_eval_mode_with_nothing_stored_for_any_dataset_is_refused(server, tmp_path):
+    cfg, data, work, summary = await predicted(server, tmp_path)
+    other = write_arith(tmp_path / "b.jsonl", N, start=100)
+    cfg.write_text(cfg.read_text().replace(str(data), str(other)).replace("'arith'", "'new'"))
+    result = await run(str(cfg), "-w", str(work), "--mode", "eval")
+    assert result.returncode == 2, result.stderr.decode()
+    assert "holds no stored predictions of these datasets" in result.stderr.decode()
+    assert (work / "summary.json").read_bytes() == summary
 
 
 async def test_a_work_dir_from_before_models_were_recorded_is_rescored_by_name(server, tmp_path):

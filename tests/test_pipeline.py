@@ -41,17 +41,22 @@ async def test_run_scores_every_sample(server, arith, tmp_path):
     assert server.stats.total == 40
 
 
-async def test_an_evaluator_function_scores_a_prediction_with_nothing_extracted(
-        server, arith, tmp_path):
+@pytest.mark.parametrize("function, counts, correct", [
     # As in OpenCompass, the function gets every postprocessed prediction, '' included,
-    # and decides what it is worth; the extract rate still counts it as extracted nothing.
-    extra = ("def nothing(text):\n    return ''\n"
-             "def empty_is_right(pred, ref, item):\n    return pred == ''\n")
+    # and decides what it is worth; the extract rate still counts it as nothing found.
+    ("return pred == ''", {"extract_failed": 40}, 40),
+    # One written for answers raises on '': nothing was extracted, which is wrong, not
+    # an evaluator error that leaves the run incomplete.
+    ("return float(pred) == float(ref)", {"extract_failed": 40}, 0),
+])
+async def test_an_evaluator_function_scores_a_prediction_with_nothing_extracted(
+        server, arith, tmp_path, function, counts, correct):
+    extra = f"def nothing(text):\n    return ''\ndef fn(pred, ref, item):\n    {function}\n"
     cfg = write_config(tmp_path / "cfg.py", arith, models=[model_cfg(server.base_url)],
-                       evaluator="empty_is_right", pred_pp="nothing", extra=extra)
+                       evaluator="fn", pred_pp="nothing", extra=extra)
     result = (await harness.evaluate(cfg, work_dir=tmp_path / "w")).result("arith")
-    assert result["correct"] == result["total"] == 40 and result["complete"]
-    assert result["extract_rate"] == 0
+    assert result["counts"] == counts and result["complete"]
+    assert result["correct"] == correct and result["extract_rate"] == 0
 
 
 async def test_results_json_and_sorted_details_are_written(server, arith, tmp_path):

@@ -147,6 +147,15 @@ async def test_a_complete_run_on_a_dataset_that_shrank_replaces_the_results(tmp_
     assert saved["total"] == 3 and saved["complete"]
     assert len((work / "details/fake/arith.jsonl").read_text().splitlines()) == 3
     assert json.loads((work / "summary.json").read_text())["results"][0]["total"] == 3
+    # Replaced without details: the earlier run's rows would describe another result.
+    write_arith(data, 2)
+    async with FakeOpenAI(responder=arith_reply) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        bare = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(work), "-q", "--no-dump-eval-details"), env=env())
+    assert bare.returncode == 0
+    assert json.loads((work / "results/fake/arith.json").read_text())["total"] == 2
+    assert not (work / "details/fake/arith.jsonl").exists()
 
 
 async def test_a_run_that_gets_as_far_replaces_the_results(tmp_path):

@@ -36,7 +36,8 @@ class Collector:
                  judge_modes: Mapping[str, str | None], progress: Progress,
                  unknown: frozenset[Pair] = frozenset(), limited: bool = False) -> None:
         """``unknown``: pairs ``--mode eval`` runs without knowing whether anything is
-        stored for them; one whose every sample is ``missing`` is left out. ``limited``:
+        stored for them; one whose every sample is ``missing``, with no result on disk
+        either, was never run here and is left out. ``limited``:
         the run reads only the first rows (``--limit``)."""
         self.work_dir = work_dir
         self.datasets = datasets
@@ -84,16 +85,21 @@ class Collector:
             raise
         error: BaseException | None = None
         for pair, acc in self.accumulators.items():
-            if pair in self._unknown and acc.by_status.get("missing", 0) == acc.total:
-                self.absent.add(pair)
+            previous = read_summary(result_path(self.work_dir, *pair))
+            if pair in self._unknown and previous is None \
+                    and acc.by_status.get("missing", 0) == acc.total:
+                self.absent.add(pair)  # never run here: no result to report
                 acc.close(keep=False)
                 continue
-            previous = read_summary(result_path(self.work_dir, *pair))
             if finished and keeps_previous(acc.summary(), previous, self._limited):
                 assert previous is not None
                 self.kept[pair] = previous
             try:
                 acc.close(keep=finished and pair not in self.kept)
+                if finished and pair not in self.kept and acc.details_path is None:
+                    # Replaced without details (--no-dump-eval-details): the earlier
+                    # run's rows would describe another result.
+                    details_path(self.work_dir, *pair).unlink(missing_ok=True)
             except OSError as exc:
                 error = error or exc
         if error is not None:

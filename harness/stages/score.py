@@ -396,7 +396,12 @@ class Scorer:
         evaluator = dataset.evaluator
         assert evaluator is not None
         extracted, reference = found.prediction, found.reference
-        if found.failed and not evaluator.scores_failed_extraction:
+        if found.failed:
+            # A config's own function may call an empty answer right ("none", say);
+            # otherwise, also when it cannot read one, nothing was extracted: wrong.
+            if evaluator.scores_failed_extraction \
+                    and (right := _function_verdict(evaluator, extracted, reference, row)):
+                return _from_detail(result, right, extracted, reference), True
             return result("extract_failed", extracted, reference,
                           False if evaluator.verdicts else None), True
         if detail is not None:
@@ -441,6 +446,17 @@ class Scorer:
             # which only stores fewer outcomes.
             reproducible = limit is None or time.monotonic() - started < limit
         return _from_detail(result, detail, extracted, reference), reproducible
+
+
+def _function_verdict(evaluator: Any, extracted: Any, reference: Any,
+                      row: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A config function's detail for a prediction nothing was extracted from, when
+    it says right; ``None`` when it says wrong or raises on it."""
+    try:
+        detail: dict[str, Any] = evaluator.score_sample(extracted, reference, row)
+    except Exception:  # noqa: BLE001 - a function written for answers, not for ''
+        return None
+    return detail if detail.get("correct") else None
 
 
 def _from_detail(result: _ResultOf, detail: Mapping[str, Any], extracted: Any,
