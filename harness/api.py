@@ -181,7 +181,7 @@ async def open_run(config: str | Path | RunConfig | None = None,
         starters = {}
         pairs = None
         if mode == "eval":
-            selection = await models_for_eval(specs, store, list(rows))
+            selection = await models_for_eval(specs, store, run_config.datasets, limit)
             specs, pairs = selection.models, selection.pairs
         elif specs is None:
             # Started by the first sample that needs it: a rerun served from the store
@@ -197,7 +197,8 @@ async def open_run(config: str | Path | RunConfig | None = None,
         specs = unique_abbrs(specs)
         if mode != "eval":
             await store.record_models(spec_record(s) for s in specs)
-        progress.total = sum(rows.values()) * len(specs)
+        progress.total = sum(n for d, n in rows.items() for s in specs
+                             if pairs is None or (s.abbr, d) in pairs)
         pipeline = Pipeline(run_config.datasets, specs, store, options, work, pairs,
                             progress, starters)
         send, receive = anyio.create_memory_object_stream[SampleResult](0)
@@ -233,11 +234,6 @@ async def open_run(config: str | Path | RunConfig | None = None,
             return  # the caller left early: no report for a partial run
         report = RunReport(work, pipeline.summaries(), pipeline.call_stats(),
                            time.monotonic() - started, pipeline.kept)
-        if mode == "eval" and not report.summaries:
-            # Every sample of every dataset found nothing stored: nothing was re-scored,
-            # and the results on disk stay as they are.
-            raise ConfigError(f"{work} holds no stored predictions of these datasets to "
-                              "re-score; run without --mode eval first", field="--mode")
         store.check_work_dir()
         write_results(work, report.summaries, report.kept, report.elapsed)
         store.check_work_dir()  # replaced while they were written: say so

@@ -92,19 +92,15 @@ class Pipeline:
                  options: RunOptions, work_dir: Path,
                  pairs: frozenset[Pair] | None = None, progress: Progress | None = None,
                  starters: Mapping[str, Starter] | None = None) -> None:
-        """``work_dir`` is ``options.work_dir`` resolved. Every (model, dataset) pair
-        runs; with ``--mode eval``, ``pairs`` are those the store holds predictions
-        under (``None``: all), and a pair outside them whose every sample finds nothing
-        stored is left out of the results: it was never run. One inside them may still
-        find its predictions, stored under another dataset's name (a call two datasets
-        shared: the store names the first)."""
+        """``work_dir`` is ``options.work_dir`` resolved; ``pairs`` the (model, dataset)
+        pairs to run (``None``: all; ``--mode eval`` leaves out those never run here:
+        see ``run_models.models_for_eval``)."""
         self.options = options
         self.store = store
         self.progress = progress or Progress()
         by_abbr = {d.abbr: d for d in datasets}
-        self.pairs = [(m, d) for m in models for d in datasets]
-        unknown = frozenset() if pairs is None else frozenset(
-            (m.abbr, d.abbr) for m, d in self.pairs if (m.abbr, d.abbr) not in pairs)
+        self.pairs = [(m, d) for m in models for d in datasets
+                      if pairs is None or (m.abbr, d.abbr) in pairs]
         self.scorer = Scorer(by_abbr, options.mode, options.rule_workers, self.progress,
                              store=store)
         # Resolved now (when any dataset is judged), so a missing judge fails before
@@ -124,7 +120,7 @@ class Pipeline:
                                    [(m.abbr, d.abbr) for m, d in self.pairs], options.mode,
                                    options.dump_details,
                                    {d: self._judge_mode(d) for d in by_abbr}, self.progress,
-                                   unknown, options.limit is not None)
+                                   options.limit is not None)
 
     @property
     def kept(self) -> dict[Pair, ResultSummary]:

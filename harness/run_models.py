@@ -15,12 +15,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigError, ModelCallError, PermanentModelError
 from .records import ModelSpec
 from .store import Store
 from .urls import redact_url
+
+if TYPE_CHECKING:
+    from .config import DatasetSpec
 
 _log = logging.getLogger(__name__)
 
@@ -53,31 +56,44 @@ class EvalSelection:
 
 
 async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
-                          datasets: Sequence[str]) -> EvalSelection:
-    """The models ``--mode eval`` re-scores: those asked for, else every recorded one.
+                          datasets: Sequence[DatasetSpec], limit: int | None) -> EvalSelection:
+    """The models ``--mode eval`` re-scores: those asked for, else every recorded one
+    with stored predictions for ``datasets``, and the (model, dataset) pairs to run.
 
-    Every recorded model: a model whose calls another model of the run shared (the
-    same request to the same endpoint) has its predictions stored under the other's
-    name. A model asked for must be recorded in this work directory, matched by
+    A pair runs when the store holds a prediction of its samples, found by prompt: the
+    store names a prediction after the first (model, dataset) that asked for it, and a
+    dataset or model whose calls another of the run shared has its predictions under
+    that one's name. A pair whose result on disk had predictions runs too (it was run
+    here; its prompts may have changed since: its samples are then ``missing``).
+
+    A model asked for must have stored predictions in this work directory, matched by
     endpoint and name (and by ``abbr`` where two stored models share both); only an
     endpoint matches every model stored for it. The stored spec is what is re-scored, so
     its keys are the ones its predictions were stored under. A work directory written
-    before models were recorded re-scores the models it is given. ``pairs`` are the
-    (model, dataset) pairs the store names predictions of (see ``Pipeline``).
+    before models were recorded re-scores the models it is given.
     """
-    recorded = [spec_from_record(r) for r in await store.recorded_models()]
-    pairs = frozenset(await store.stored_pairs(datasets))
+    names = [d.abbr for d in datasets]
+    named = frozenset(await store.stored_pairs(names))
+    pairs = set(named)
+    recorded = []
+    for spec in (spec_from_record(r) for r in await store.recorded_models()):
+        for dataset in datasets:
+            if (spec.abbr, dataset.abbr) not in named and await _ran(spec, dataset, limit,
+                                                                     store):
+                pairs.add((spec.abbr, dataset.abbr))
+        if any(model == spec.abbr for model, _ in pairs):
+            recorded.append(spec)
     where = str(store.work_dir)
     if not recorded:
-        if specs and all(s.model for s in specs) and pairs:
+        if specs and all(s.model for s in specs) and named:
             return EvalSelection(specs, None)
         hint = ("; it was written by an earlier harness that did not record its models: "
-                "name the model with --model-base-url and --model" if pairs else
+                "name the model with --model-base-url and --model" if named else
                 "; run without --mode eval first")
         raise ConfigError(f"{where} holds no recorded predictions of these datasets to "
                           f"re-score{hint}", field="--mode")
     if specs is None:
-        return EvalSelection(recorded, pairs)
+        return EvalSelection(recorded, frozenset(pairs))
     chosen: dict[str, ModelSpec] = {}
     for spec in specs:
         matches = [r for r in recorded if _same_endpoint(r, spec)
@@ -90,7 +106,33 @@ async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
                               f"predictions (stored: {stored})", field="--mode")
         for r in [r for r in matches if r.abbr == spec.abbr] or matches:
             chosen.setdefault(r.abbr, r)
-    return EvalSelection(list(chosen.values()), pairs)
+    return EvalSelection(list(chosen.values()), frozenset(pairs))
+
+
+async def _ran(model: ModelSpec, dataset: DatasetSpec, limit: int | None,
+               store: Store) -> bool:
+    """Whether ``model`` ran ``dataset`` in this work directory, though the store names
+    none of its predictions: a result of it with predictions is on disk, or a
+    prediction of one of its samples is stored (under another name)."""
+    from .paths import result_path
+    from .results import reach, read_summary
+    from .stages.read import samples
+
+    previous = read_summary(result_path(store.work_dir, model.abbr, dataset.abbr))
+    if previous is not None and reach(previous)[1] > 0:
+        return True
+    batch: list[str] = []
+    for sample in samples(model, dataset, limit):
+        batch.append(sample.key)
+        if len(batch) == _LOOKUP_BATCH:
+            if await store.lookup_predictions(batch):
+                return True
+            batch = []
+    return bool(batch) and bool(await store.lookup_predictions(batch))
+
+
+#: Keys looked up per query while looking for a dataset's stored predictions.
+_LOOKUP_BATCH = 500
 
 
 def _same_endpoint(recorded: ModelSpec, asked: ModelSpec) -> bool:

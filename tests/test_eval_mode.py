@@ -148,9 +148,11 @@ async def test_a_dataset_a_model_never_predicted_gets_no_results(server, tmp_pat
     two = tmp_path / "two.py"
     two.write_text(cfg.read_text() + "datasets = [*datasets, dict(datasets[0], abbr='other', "
                    f"path={str(other)!r})]\n")
-    report = await harness.evaluate(two, work_dir=tmp_path / "w", mode="eval")
+    async with harness.open_run(two, work_dir=tmp_path / "w", mode="eval") as run:
+        streamed = {(r.dataset, r.status) async for r in run}
+    report = run.report
     assert [(s["model"], s["dataset"]) for s in report.summaries] == [("fake", "arith")]
-    assert report.complete
+    assert report.complete and streamed == {("arith", "ok")}  # nothing of 'other'
     assert not (tmp_path / "w" / "details" / "fake" / "other.jsonl").exists()
     assert results_files(tmp_path / "w") == ["fake/arith.json"]
 
@@ -206,13 +208,34 @@ async def test_models_that_shared_their_calls_are_all_rescored(server, tmp_path)
     assert report.complete and server.stats.total == N
 
 
+async def test_a_named_model_whose_calls_all_failed_is_refused(server, tmp_path):
+    # Recorded by a run against a dead endpoint (every call failed): named for --mode
+    # eval beside a model with predictions, it was left out with exit 0.
+    from .test_workdir_safety import dead_url
+
+    cfg, _, work, summary = await predicted(server, tmp_path)
+    url = dead_url()
+    dead = await run(str(cfg), "-w", str(work), "--model-base-url", url, "--model",
+                     "gone-model", "--max-attempts", "1")
+    assert dead.returncode == 1
+    summary = (work / "summary.json").read_bytes()
+    both = tmp_path / "both.py"
+    both.write_text(cfg.read_text() + f"models = [dict(abbr='fake-model', path='fake-model', "
+                    f"openai_api_base={server.base_url!r}), dict(abbr='gone-model', "
+                    f"path='gone-model', openai_api_base={url!r})]\n")
+    result = await run(str(both), "-w", str(work), "--mode", "eval")
+    assert result.returncode == 2, result.stderr.decode()
+    assert "no predictions of model gone-model" in result.stderr.decode()
+    assert (work / "summary.json").read_bytes() == summary
+
+
 async def test_eval_mode_with_nothing_stored_for_any_dataset_is_refused(server, tmp_path):
     cfg, data, work, summary = await predicted(server, tmp_path)
     other = write_arith(tmp_path / "b.jsonl", N, start=100)
     cfg.write_text(cfg.read_text().replace(str(data), str(other)).replace("'arith'", "'new'"))
     result = await run(str(cfg), "-w", str(work), "--mode", "eval")
     assert result.returncode == 2, result.stderr.decode()
-    assert "holds no stored predictions of these datasets" in result.stderr.decode()
+    assert "holds no recorded predictions of these datasets" in result.stderr.decode()
     assert (work / "summary.json").read_bytes() == summary
 
 

@@ -34,11 +34,8 @@ class Collector:
     def __init__(self, work_dir: Path, datasets: Mapping[str, DatasetSpec],
                  pairs: Iterable[Pair], mode: str, dump_details: bool,
                  judge_modes: Mapping[str, str | None], progress: Progress,
-                 unknown: frozenset[Pair] = frozenset(), limited: bool = False) -> None:
-        """``unknown``: pairs ``--mode eval`` runs without knowing whether anything is
-        stored for them; one whose every sample is ``missing``, with no result on disk
-        either, was never run here and is left out. ``limited``:
-        the run reads only the first rows (``--limit``)."""
+                 limited: bool = False) -> None:
+        """``limited``: the run reads only the first rows (``--limit``)."""
         self.work_dir = work_dir
         self.datasets = datasets
         self.progress = progress
@@ -51,10 +48,7 @@ class Collector:
             for m, d in pairs}
         #: (model, dataset) → the results kept on disk because this run got less far.
         self.kept: dict[Pair, ResultSummary] = {}
-        self._unknown = unknown
         self._limited = limited
-        #: Unknown pairs with nothing stored: no result, no details file.
-        self.absent: set[Pair] = set()
         #: Where finished samples also go (``open_run``'s iterator), if anywhere.
         self.out: ObjectSendStream[SampleResult] | None = None
 
@@ -86,11 +80,6 @@ class Collector:
         error: BaseException | None = None
         for pair, acc in self.accumulators.items():
             previous = read_summary(result_path(self.work_dir, *pair))
-            if pair in self._unknown and previous is None \
-                    and acc.by_status.get("missing", 0) == acc.total:
-                self.absent.add(pair)  # never run here: no result to report
-                acc.close(keep=False)
-                continue
             if finished and keeps_previous(acc.summary(), previous, self._limited):
                 assert previous is not None
                 self.kept[pair] = previous
@@ -110,9 +99,7 @@ class Collector:
         """The result of every (model, dataset); ``judge_stats`` maps a dataset to its
         judge endpoint's statistics, ``call_stats`` a model to its client's."""
         out = []
-        for pair, acc in self.accumulators.items():
-            if pair in self.absent:
-                continue
+        for acc in self.accumulators.values():
             evaluator = self.datasets[acc.dataset].evaluator
             out.append(replace(acc.summary(),
                                evaluator=type(evaluator).__name__ if evaluator else None,
