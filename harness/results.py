@@ -393,13 +393,16 @@ def keeps_previous(summary: ResultSummary, previous: ResultSummary | None,
     it only when it got at least as far: as many samples scored and as many predicted
     (:func:`reach`). A run against a dead endpoint (all failed calls), a ``--limit`` run
     on fewer samples, or a ``--mode infer`` run (nothing scored) never replaces a scored
-    result with its own, complete or not.
+    result with its own, complete or not, nor a ``--mode eval`` run that found nothing
+    stored (an earlier run's failed calls keep their result).
     """
     if previous is None:
         return False
     if summary.complete and summary.mode != "infer" and not limited:
         return False
     (scored, predicted), (was_scored, was_predicted) = reach(summary), reach(previous)
+    if summary.mode == "eval" and predicted == 0:
+        return True  # nothing stored was found: no result to replace one with
     return scored < was_scored or predicted < was_predicted
 
 

@@ -63,8 +63,9 @@ async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
     A pair runs when the store holds a prediction of its samples, found by prompt: the
     store names a prediction after the first (model, dataset) that asked for it, and a
     dataset or model whose calls another of the run shared has its predictions under
-    that one's name. A pair whose result on disk had predictions runs too (it was run
-    here; its prompts may have changed since: its samples are then ``missing``).
+    that one's name. A pair with a result on disk runs too, for a model with stored
+    predictions: it was run here, and its prompts may have changed since (its samples
+    are then ``missing``) or its calls all failed.
 
     A model asked for must have stored predictions in this work directory, matched by
     endpoint and name (and by ``abbr`` where two stored models share both); only an
@@ -72,55 +73,84 @@ async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
     its keys are the ones its predictions were stored under. A work directory written
     before models were recorded re-scores the models it is given.
     """
-    names = [d.abbr for d in datasets]
-    named = frozenset(await store.stored_pairs(names))
-    pairs = set(named)
-    recorded = []
-    for spec in (spec_from_record(r) for r in await store.recorded_models()):
-        for dataset in datasets:
-            if (spec.abbr, dataset.abbr) not in named and await _ran(spec, dataset, limit,
-                                                                     store):
-                pairs.add((spec.abbr, dataset.abbr))
-        if any(model == spec.abbr for model, _ in pairs):
-            recorded.append(spec)
+    named = frozenset(await store.stored_pairs([d.abbr for d in datasets]))
     where = str(store.work_dir)
-    if not recorded:
-        if specs and all(s.model for s in specs) and named:
-            return EvalSelection(specs, None)
+    recorded = [spec_from_record(r) for r in await store.recorded_models()]
+    if not recorded:  # written before models were recorded: the models given
+        pairs = await _pairs_run(specs or [], datasets, limit, store, named)
+        if specs and all(s.model for s in specs) and pairs:
+            return EvalSelection(specs, frozenset(pairs))
         hint = ("; it was written by an earlier harness that did not record its models: "
                 "name the model with --model-base-url and --model" if named else
                 "; run without --mode eval first")
         raise ConfigError(f"{where} holds no recorded predictions of these datasets to "
                           f"re-score{hint}", field="--mode")
-    if specs is None:
-        return EvalSelection(recorded, frozenset(pairs))
-    chosen: dict[str, ModelSpec] = {}
-    for spec in specs:
-        matches = [r for r in recorded if _same_endpoint(r, spec)
-                   and (not spec.model or r.model == spec.model)]
-        if not matches:
-            stored = ", ".join(f"{r.abbr} ({r.model} at {r.identity()['endpoint']})"
-                               for r in recorded)
-            raise ConfigError(f"{where} holds no predictions of model {spec.model or '(any)'} "
-                              f"at {redact_url(spec.base_url)}; --mode eval re-scores stored "
-                              f"predictions (stored: {stored})", field="--mode")
-        for r in [r for r in matches if r.abbr == spec.abbr] or matches:
-            chosen.setdefault(r.abbr, r)
-    return EvalSelection(list(chosen.values()), frozenset(pairs))
+    everyone = recorded
+    if specs is not None:  # only the models asked for, each matched to its record
+        chosen: dict[str, ModelSpec] = {}
+        for spec in specs:
+            for r in _matches(spec, recorded):
+                chosen.setdefault(r.abbr, r)
+        recorded = list(chosen.values())
+    pairs = await _pairs_run(recorded, datasets, limit, store, named)
+    stored = [r for r in recorded if any(m == r.abbr for m, _ in pairs)]
+    for spec in specs or ():
+        if not any(r in stored for r in _matches(spec, recorded)):
+            raise _not_stored(spec, [r for r in everyone if any(m == r.abbr for m, _ in named)]
+                              or everyone, where)
+    if not stored:
+        raise ConfigError(f"{where} holds no recorded predictions of these datasets to "
+                          "re-score; run without --mode eval first", field="--mode")
+    return EvalSelection(stored, frozenset(pairs))
 
 
-async def _ran(model: ModelSpec, dataset: DatasetSpec, limit: int | None,
-               store: Store) -> bool:
-    """Whether ``model`` ran ``dataset`` in this work directory, though the store names
-    none of its predictions: a result of it with predictions is on disk, or a
-    prediction of one of its samples is stored (under another name)."""
+def _matches(spec: ModelSpec, recorded: list[ModelSpec]) -> list[ModelSpec]:
+    """The recorded models ``spec`` names: same endpoint and model (any model for an
+    endpoint alone), the one of its ``abbr`` first where two share both."""
+    found = [r for r in recorded if _same_endpoint(r, spec)
+             and (not spec.model or r.model == spec.model)]
+    return [r for r in found if r.abbr == spec.abbr] or found
+
+
+def _not_stored(spec: ModelSpec, stored: list[ModelSpec], where: str) -> ConfigError:
+    names = ", ".join(f"{r.abbr} ({r.model} at {r.identity()['endpoint']})" for r in stored)
+    return ConfigError(f"{where} holds no predictions of model {spec.model or '(any)'} "
+                       f"at {redact_url(spec.base_url)}; --mode eval re-scores stored "
+                       f"predictions (stored: {names})", field="--mode")
+
+
+async def _pairs_run(models: Sequence[ModelSpec], datasets: Sequence[DatasetSpec],
+                     limit: int | None, store: Store,
+                     named: frozenset[tuple[str, str]]) -> set[tuple[str, str]]:
+    """The (model, dataset) pairs of ``models`` that ran here: the store names them,
+    or holds a prediction of one of their samples; and, for a model that has any, the
+    pairs with a result on disk."""
     from .paths import result_path
-    from .results import reach, read_summary
+
+    pairs: set[tuple[str, str]] = set()
+    for model in models:
+        found = {d.abbr for d in datasets if (model.abbr, d.abbr) in named
+                 or await _stored(model, d, limit, store)}
+        if found:
+            found |= {d.abbr for d in datasets
+                      if result_path(store.work_dir, model.abbr, d.abbr).exists()}
+        pairs |= {(model.abbr, d) for d in found}
+    return pairs
+
+
+async def _stored(model: ModelSpec, dataset: DatasetSpec, limit: int | None,
+                  store: Store) -> bool:
+    """Whether the store holds a prediction of one of the pair's samples (under
+    another pair's name): a likelihood set for a PPL sample, else a reply."""
+    from .stages.generate import Likelihoods
     from .stages.read import samples
 
-    previous = read_summary(result_path(store.work_dir, model.abbr, dataset.abbr))
-    if previous is not None and reach(previous)[1] > 0:
-        return True
+    if dataset.ppl is not None:
+        likelihoods = Likelihoods({dataset.abbr: dataset}, store)
+        for sample in samples(model, dataset, limit):
+            if await likelihoods.stored(sample, model) is not None:
+                return True
+        return False
     batch: list[str] = []
     for sample in samples(model, dataset, limit):
         batch.append(sample.key)

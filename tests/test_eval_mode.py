@@ -229,6 +229,37 @@ async def test_a_named_model_whose_calls_all_failed_is_refused(server, tmp_path)
     assert (work / "summary.json").read_bytes() == summary
 
 
+async def test_a_dataset_whose_calls_all_failed_is_reported_not_left_out(tmp_path):
+    # Every call of 'bad' failed, so the store names none of its predictions: eval left
+    # it out with exit 0, while one success would have made it incomplete (exit 1).
+    from harness.testing import FakeOpenAI, Fault
+
+    from .helpers import arith_reply
+
+    def fails(body: dict, attempt: int) -> Fault | None:  # every question of bad.jsonl
+        return Fault("bad_request") if "What is 50" in str(body) or "What is 51" in str(
+            body) else None
+
+    data = write_arith(tmp_path / "a.jsonl", N)
+    bad = write_arith(tmp_path / "bad.jsonl", N, start=500)
+    cfg = write_config(tmp_path / "cfg.py", data)
+    cfg.write_text(cfg.read_text() + "datasets = [*datasets, dict(datasets[0], abbr='bad', "
+                   f"path={str(bad)!r})]\n")
+    work = tmp_path / "w"
+    async with FakeOpenAI(responder=arith_reply, faults=fails) as srv:
+        first = await run(str(cfg), "-w", str(work), "--model-base-url", srv.base_url,
+                          "--model", "fake-model")
+    assert first.returncode == 1
+    failed = (work / "results" / "fake-model" / "bad.json").read_bytes()
+    again = await run(str(cfg), "-w", str(work), "--mode", "eval")
+    assert again.returncode == 1, again.stderr.decode()
+    assert "kept the earlier results of fake-model on bad" in again.stderr.decode()
+    results = {r["dataset"]: r for r in json.loads((work / "summary.json").read_text())["results"]}
+    assert sorted(results) == ["arith", "bad"] and results["arith"]["complete"]
+    # Nothing was found to replace it with: the failed calls' result stays.
+    assert (work / "results" / "fake-model" / "bad.json").read_bytes() == failed
+
+
 async def test_eval_mode_with_nothing_stored_for_any_dataset_is_refused(server, tmp_path):
     cfg, data, work, summary = await predicted(server, tmp_path)
     other = write_arith(tmp_path / "b.jsonl", N, start=100)
@@ -258,7 +289,12 @@ async def test_a_work_dir_from_before_models_were_recorded_is_rescored_by_name(s
     unnamed = await run(str(cfg), "-w", str(work), "--mode", "eval")
     assert unnamed.returncode == 2
     assert "earlier harness" in unnamed.stderr.decode() and "--model" in unnamed.stderr.decode()
+    # A dataset never run here stays out, as in a store that records its models.
+    other = write_arith(tmp_path / "b.jsonl", N, start=100)
+    cfg.write_text(cfg.read_text() + "datasets = [*datasets, dict(datasets[0], abbr='new', "
+                   f"path={str(other)!r})]\n")
     named = await run(str(cfg), "-w", str(work), "--mode", "eval", *flags)
     assert named.returncode == 0, named.stderr.decode()
-    assert json.loads((work / "summary.json").read_text())["results"][0]["scored"] == N
+    assert [(r["dataset"], r["scored"]) for r in
+            json.loads((work / "summary.json").read_text())["results"]] == [("arith", N)]
     assert server.stats.total == 0

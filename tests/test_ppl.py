@@ -446,6 +446,21 @@ async def test_mode_eval_rescores_stored_likelihoods_and_reports_the_rest_missin
     assert result["complete"] is False
 
 
+async def test_mode_eval_finds_a_renamed_ppl_datasets_likelihoods(tmp_path):
+    # Its likelihoods are stored per request, not under the sample's key: a dataset
+    # renamed (or sharing another's requests) was refused as having nothing stored.
+    golds = write_mc(tmp_path / "mc.jsonl", 6)
+    async with FakeOpenAI(scorer=knows_gold(golds)) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url)
+        await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        srv.reset()
+        cfg.write_text(cfg.read_text().replace('abbr="mc"', 'abbr="renamed"'))
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval")
+    assert srv.stats.total == 0
+    result = report.result("renamed")
+    assert result["correct"] == 6 and result["complete"]
+
+
 async def test_the_shipped_ppl_config_runs_from_the_command_line_with_model_api(tmp_path):
     async with FakeOpenAI() as srv:
         base = ["run", "bbh_ppl", "--limit", "2", "-q", "--model-base-url", srv.base_url,
