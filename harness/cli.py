@@ -239,9 +239,11 @@ def _kept_line(model: str, dataset: str, kept: ResultSummary, own: ResultSummary
         scored, predicted = reach(summary)
         return f"{scored} scored, {predicted} predicted"
 
-    return (f"kept the earlier results of {model} on {dataset}, which got further than this "
-            f"run ({far(kept)}; this run: {far(own)}): results/ and details/ are as they "
-            f"were. To replace them anyway, delete {result_path('', model, dataset)}")
+    why = ("as this run found nothing stored for it" if own.mode == "eval"
+           and reach(own)[1] == 0 else "which got further than this run")
+    return (f"kept the earlier results of {model} on {dataset}, {why} ({far(kept)}; this "
+            f"run: {far(own)}): results/ and details/ are as they were. To replace them "
+            f"anyway, delete {result_path('', model, dataset)}")
 
 
 def _os_error_text(exc: OSError) -> str:

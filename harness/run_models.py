@@ -13,7 +13,7 @@ settles the rest against the work directory:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -114,9 +114,10 @@ def _matches(spec: ModelSpec, recorded: list[ModelSpec]) -> list[ModelSpec]:
 
 def _not_stored(spec: ModelSpec, stored: list[ModelSpec], where: str) -> ConfigError:
     names = ", ".join(f"{r.abbr} ({r.model} at {r.identity()['endpoint']})" for r in stored)
-    return ConfigError(f"{where} holds no predictions of model {spec.model or '(any)'} "
-                       f"at {redact_url(spec.base_url)}; --mode eval re-scores stored "
-                       f"predictions (stored: {names})", field="--mode")
+    return ConfigError(f"{where} holds no predictions of these datasets by model "
+                       f"{spec.abbr} ({spec.model or 'any model'} at "
+                       f"{redact_url(spec.base_url)}); --mode eval re-scores stored "
+                       f"predictions (models with some: {names or 'none'})", field="--mode")
 
 
 async def _pairs_run(models: Sequence[ModelSpec], datasets: Sequence[DatasetSpec],
@@ -141,24 +142,32 @@ async def _pairs_run(models: Sequence[ModelSpec], datasets: Sequence[DatasetSpec
 async def _stored(model: ModelSpec, dataset: DatasetSpec, limit: int | None,
                   store: Store) -> bool:
     """Whether the store holds a prediction of one of the pair's samples (under
-    another pair's name): a likelihood set for a PPL sample, else a reply."""
-    from .stages.generate import Likelihoods
-    from .stages.read import samples
-
-    if dataset.ppl is not None:
-        likelihoods = Likelihoods({dataset.abbr: dataset}, store)
-        for sample in samples(model, dataset, limit):
-            if await likelihoods.stored(sample, model) is not None:
-                return True
-        return False
+    another pair's name): a reply, or one likelihood of a PPL sample."""
     batch: list[str] = []
-    for sample in samples(model, dataset, limit):
-        batch.append(sample.key)
+    for key in _request_keys(model, dataset, limit):
+        batch.append(key)
         if len(batch) == _LOOKUP_BATCH:
             if await store.lookup_predictions(batch):
                 return True
             batch = []
     return bool(batch) and bool(await store.lookup_predictions(batch))
+
+
+def _request_keys(model: ModelSpec, dataset: DatasetSpec, limit: int | None) -> Iterator[str]:
+    """The store keys of the pair's requests: each sample's, or for a PPL sample those
+    of its likelihood requests (both methods)."""
+    from .stages.read import samples
+
+    if dataset.ppl is None:
+        yield from (sample.key for sample in samples(model, dataset, limit))
+        return
+    from .ppl.runner import Plan
+
+    identity = model.identity()
+    for sample in samples(model, dataset, limit):
+        plan = Plan(sample, dataset, identity)
+        yield from plan.echo_keys.values()
+        yield plan.next_key
 
 
 #: Keys looked up per query while looking for a dataset's stored predictions.

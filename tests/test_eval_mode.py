@@ -84,7 +84,7 @@ async def test_eval_mode_for_a_model_with_nothing_stored_is_refused(server, tmp_
                        "--model-base-url", server.base_url, "--model", "other-model")
     err = result.stderr.decode()
     assert result.returncode == 2
-    assert "no predictions of model other-model" in err and "fake-model" in err
+    assert "no predictions of these datasets by model other-model" in err and "fake-model" in err
     assert (work / "summary.json").read_bytes() == summary
     assert results_files(work) == ["fake-model/arith.json"]
 
@@ -225,7 +225,7 @@ async def test_a_named_model_whose_calls_all_failed_is_refused(server, tmp_path)
                     f"path='gone-model', openai_api_base={url!r})]\n")
     result = await run(str(both), "-w", str(work), "--mode", "eval")
     assert result.returncode == 2, result.stderr.decode()
-    assert "no predictions of model gone-model" in result.stderr.decode()
+    assert "by model gone-model" in result.stderr.decode()
     assert (work / "summary.json").read_bytes() == summary
 
 
@@ -253,7 +253,8 @@ async def test_a_dataset_whose_calls_all_failed_is_reported_not_left_out(tmp_pat
     failed = (work / "results" / "fake-model" / "bad.json").read_bytes()
     again = await run(str(cfg), "-w", str(work), "--mode", "eval")
     assert again.returncode == 1, again.stderr.decode()
-    assert "kept the earlier results of fake-model on bad" in again.stderr.decode()
+    assert ("kept the earlier results of fake-model on bad, as this run found nothing "
+            "stored for it") in again.stderr.decode()
     results = {r["dataset"]: r for r in json.loads((work / "summary.json").read_text())["results"]}
     assert sorted(results) == ["arith", "bad"] and results["arith"]["complete"]
     # Nothing was found to replace it with: the failed calls' result stays.

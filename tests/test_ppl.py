@@ -461,6 +461,25 @@ async def test_mode_eval_finds_a_renamed_ppl_datasets_likelihoods(tmp_path):
     assert result["correct"] == 6 and result["complete"]
 
 
+async def test_mode_eval_finds_a_renamed_ppl_dataset_with_only_some_likelihoods(tmp_path):
+    # Candidate C's request failed for every sample: the A and B likelihoods are
+    # stored, no sample is complete. Renamed, the dataset was left out with exit 0
+    # (only a complete likelihood set was looked for); under its old name it is missing.
+    from harness.testing import Fault
+
+    def c_fails(body: dict, attempt: int) -> Fault | None:
+        return Fault("bad_request") if "Answer: C" in str(body) else None
+
+    golds = write_mc(tmp_path / "mc.jsonl", 4)
+    async with FakeOpenAI(scorer=knows_gold(golds), faults=c_fails) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url)
+        first = await harness.evaluate(cfg, work_dir=tmp_path / "w")
+        assert not first.complete
+        cfg.write_text(cfg.read_text().replace('abbr="mc"', 'abbr="renamed"'))
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w", mode="eval")
+    assert report.result("renamed")["counts"] == {"missing": 4}
+
+
 async def test_the_shipped_ppl_config_runs_from_the_command_line_with_model_api(tmp_path):
     async with FakeOpenAI() as srv:
         base = ["run", "bbh_ppl", "--limit", "2", "-q", "--model-base-url", srv.base_url,
