@@ -42,6 +42,7 @@ from .stages.score import Dispatch, ScoreOutlet, Scorer, score
 from .stages.write import write_store
 from .store import Store
 from .summary import ResultSummary
+from .validate import cut_by_limit
 
 __all__ = ["Pipeline", "Starter"]
 
@@ -120,7 +121,8 @@ class Pipeline:
                                    [(m.abbr, d.abbr) for m, d in self.pairs], options.mode,
                                    options.dump_details,
                                    {d: self._judge_mode(d) for d in by_abbr}, self.progress,
-                                   options.limit is not None)
+                                   frozenset(d.abbr for d in datasets
+                                             if cut_by_limit(d, options.limit)))
 
     @property
     def kept(self) -> dict[Pair, ResultSummary]:

@@ -47,6 +47,17 @@ def selected_rows(spec: DatasetSpec,
             yield index, line, row
 
 
+def cut_by_limit(spec: DatasetSpec, limit: int | None) -> bool:
+    """Whether ``limit`` leaves out rows of the dataset's range (a row follows the first
+    ``limit``); a row there that cannot be read counts as one."""
+    if limit is None:
+        return False
+    try:
+        return sum(1 for _ in _in_range(spec, limit + 1)) > limit
+    except DatasetError:
+        return True
+
+
 def _in_range(spec: DatasetSpec,
               limit: int | None) -> Iterator[tuple[int, int, dict[str, Any]]]:
     start, stop = spec.test_range.start or 0, spec.test_range.stop

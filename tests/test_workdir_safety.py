@@ -156,6 +156,16 @@ async def test_a_complete_run_on_a_dataset_that_shrank_replaces_the_results(tmp_
     assert bare.returncode == 0
     assert json.loads((work / "results/fake/arith.json").read_text())["total"] == 2
     assert not (work / "details/fake/arith.jsonl").exists()
+    # A --limit beyond the dataset's rows leaves none out: a complete run as well.
+    write_arith(data, N)
+    async with FakeOpenAI(responder=arith_reply) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        await anyio.run_process(cli("run", str(cfg), "-w", str(work), "-q"), env=env())
+        write_arith(data, 3)
+        all_of_it = await anyio.run_process(
+            cli("run", str(cfg), "-w", str(work), "-q", "--limit", "100"), env=env())
+    assert all_of_it.returncode == 0 and b"kept the earlier" not in all_of_it.stderr
+    assert json.loads((work / "results/fake/arith.json").read_text())["total"] == 3
 
 
 async def test_a_run_that_gets_as_far_replaces_the_results(tmp_path):

@@ -34,8 +34,8 @@ class Collector:
     def __init__(self, work_dir: Path, datasets: Mapping[str, DatasetSpec],
                  pairs: Iterable[Pair], mode: str, dump_details: bool,
                  judge_modes: Mapping[str, str | None], progress: Progress,
-                 limited: bool = False) -> None:
-        """``limited``: the run reads only the first rows (``--limit``)."""
+                 limited: frozenset[str] = frozenset()) -> None:
+        """``limited``: the datasets ``--limit`` cuts short."""
         self.work_dir = work_dir
         self.datasets = datasets
         self.progress = progress
@@ -80,7 +80,7 @@ class Collector:
         error: BaseException | None = None
         for pair, acc in self.accumulators.items():
             previous = read_summary(result_path(self.work_dir, *pair))
-            if finished and keeps_previous(acc.summary(), previous, self._limited):
+            if finished and keeps_previous(acc.summary(), previous, pair[1] in self._limited):
                 assert previous is not None
                 self.kept[pair] = previous
             try:
