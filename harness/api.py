@@ -44,8 +44,9 @@ class RunReport:
     summaries: list[ResultSummary]
     call_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     elapsed: float = 0.0
-    #: Results left on disk because this run got less far than the one that wrote them
-    #: (its own incomplete summary is still in ``summaries``): (model, dataset) → them.
+    #: Results left on disk instead of this run's (``results.keeps_previous``: it got
+    #: less far, or found nothing stored); its own summary is still in ``summaries``:
+    #: (model, dataset) → them.
     kept: dict[tuple[str, str], ResultSummary] = field(default_factory=dict)
 
     @property

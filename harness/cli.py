@@ -230,17 +230,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _kept_line(model: str, dataset: str, kept: ResultSummary, own: ResultSummary) -> str:
-    """What a run that got less far than the results on disk left in place, and how to
-    let it replace them."""
+    """What a run left in place of its own result (see ``results.keeps_previous``), and
+    how to let it replace them."""
     from .paths import result_path
-    from .results import reach
+    from .results import found_nothing, reach
 
     def far(summary: ResultSummary) -> str:
         scored, predicted = reach(summary)
         return f"{scored} scored, {predicted} predicted"
 
-    why = ("as this run found nothing stored for it" if own.mode == "eval"
-           and reach(own)[1] == 0 else "which got further than this run")
+    why = ("as this run found nothing stored for it" if found_nothing(own)
+           else "which got further than this run")
     return (f"kept the earlier results of {model} on {dataset}, {why} ({far(kept)}; this "
             f"run: {far(own)}): results/ and details/ are as they were. To replace them "
             f"anyway, delete {result_path('', model, dataset)}")

@@ -126,7 +126,7 @@ class Pipeline:
 
     @property
     def kept(self) -> dict[Pair, ResultSummary]:
-        """(model, dataset) → the results kept on disk because this run got less far."""
+        """(model, dataset) → the results kept on disk instead of this run's."""
         return self.collector.kept
 
     def _judge_mode(self, dataset: str) -> str | None:

@@ -384,7 +384,7 @@ def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> lis
 
 
 def keeps_previous(summary: ResultSummary, previous: ResultSummary | None,
-                   limited: bool = False) -> bool:
+                   limited: bool) -> bool:
     """Whether the result on disk (``previous``) stays instead of ``summary``.
 
     A run that scored every sample of the dataset as it is now (complete, not
@@ -398,12 +398,18 @@ def keeps_previous(summary: ResultSummary, previous: ResultSummary | None,
     """
     if previous is None:
         return False
-    if summary.complete and summary.mode != "infer" and not limited:
-        return False
+    if summary.complete and not limited and (summary.mode != "infer" or not reach(previous)[0]):
+        return False  # all of the dataset as it is now (an infer run replaces no scores)
     (scored, predicted), (was_scored, was_predicted) = reach(summary), reach(previous)
-    if summary.mode == "eval" and predicted == 0:
-        return True  # nothing stored was found: no result to replace one with
+    if found_nothing(summary):
+        return True  # no result to replace one with
     return scored < was_scored or predicted < was_predicted
+
+
+def found_nothing(summary: ResultSummary) -> bool:
+    """Whether ``summary`` is of a ``--mode eval`` run that found no stored prediction
+    (an earlier run's calls all failed, or its prompts changed since)."""
+    return summary.mode == "eval" and reach(summary)[1] == 0
 
 
 def reach(summary: ResultSummary) -> tuple[int, int]:

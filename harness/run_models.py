@@ -48,11 +48,11 @@ def spec_from_record(record: Mapping[str, Any]) -> ModelSpec:
 
 @dataclass(frozen=True)
 class EvalSelection:
-    """What ``--mode eval`` re-scores: the models, and the ``(model, dataset)`` pairs with
-    stored predictions (``None``: every pair, for a store that recorded no models)."""
+    """What ``--mode eval`` re-scores: the models, and the ``(model, dataset)`` pairs
+    that ran in the work directory (see ``models_for_eval``)."""
 
     models: list[ModelSpec]
-    pairs: frozenset[tuple[str, str]] | None
+    pairs: frozenset[tuple[str, str]]
 
 
 async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
@@ -71,33 +71,36 @@ async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
     endpoint and name (and by ``abbr`` where two stored models share both); only an
     endpoint matches every model stored for it. The stored spec is what is re-scored, so
     its keys are the ones its predictions were stored under. A work directory written
-    before models were recorded re-scores the models it is given.
+    before models were recorded re-scores the models it is given. ``limit`` is the
+    run's ``--limit``: the samples looked for are those the run would read.
     """
     named = frozenset(await store.stored_pairs([d.abbr for d in datasets]))
     where = str(store.work_dir)
     recorded = [spec_from_record(r) for r in await store.recorded_models()]
     if not recorded:  # written before models were recorded: the models given
-        pairs = await _pairs_run(specs or [], datasets, limit, store, named)
-        if specs and all(s.model for s in specs) and pairs:
-            return EvalSelection(specs, frozenset(pairs))
+        given = bool(specs) and all(s.model for s in specs or ())
+        pairs = await _pairs_run(specs or [], datasets, limit, store, named) if given else set()
+        if pairs:
+            return EvalSelection(list(specs or ()), frozenset(pairs))
         hint = ("; it was written by an earlier harness that did not record its models: "
-                "name the model with --model-base-url and --model" if named else
-                "; run without --mode eval first")
+                "name the model with --model-base-url and --model" if named and not given
+                else "; run without --mode eval first")
         raise ConfigError(f"{where} holds no recorded predictions of these datasets to "
                           f"re-score{hint}", field="--mode")
-    everyone = recorded
+    chosen = recorded
     if specs is not None:  # only the models asked for, each matched to its record
-        chosen: dict[str, ModelSpec] = {}
+        asked: dict[str, ModelSpec] = {}
         for spec in specs:
             for r in _matches(spec, recorded):
-                chosen.setdefault(r.abbr, r)
-        recorded = list(chosen.values())
-    pairs = await _pairs_run(recorded, datasets, limit, store, named)
-    stored = [r for r in recorded if any(m == r.abbr for m, _ in pairs)]
+                asked.setdefault(r.abbr, r)
+        chosen = list(asked.values())
+    pairs = await _pairs_run(chosen, datasets, limit, store, named)
+    with_pairs = {m for m, _ in pairs}
+    stored = [r for r in chosen if r.abbr in with_pairs]
     for spec in specs or ():
-        if not any(r in stored for r in _matches(spec, recorded)):
-            raise _not_stored(spec, [r for r in everyone if any(m == r.abbr for m, _ in named)]
-                              or everyone, where)
+        if not any(r in stored for r in _matches(spec, chosen)):
+            named_models = {m for m, _ in named}
+            raise _not_stored(spec, [r for r in recorded if r.abbr in named_models], where)
     if not stored:
         raise ConfigError(f"{where} holds no recorded predictions of these datasets to "
                           "re-score; run without --mode eval first", field="--mode")
@@ -165,9 +168,7 @@ def _request_keys(model: ModelSpec, dataset: DatasetSpec, limit: int | None) -> 
 
     identity = model.identity()
     for sample in samples(model, dataset, limit):
-        plan = Plan(sample, dataset, identity)
-        yield from plan.echo_keys.values()
-        yield plan.next_key
+        yield from Plan(sample, dataset, identity).keys
 
 
 #: Keys looked up per query while looking for a dataset's stored predictions.

@@ -168,6 +168,21 @@ async def test_a_complete_run_on_a_dataset_that_shrank_replaces_the_results(tmp_
     assert json.loads((work / "results/fake/arith.json").read_text())["total"] == 3
 
 
+async def test_an_infer_run_on_a_dataset_that_shrank_replaces_an_infer_result(tmp_path):
+    # No scores to protect: the earlier predictions-only result described rows that no
+    # longer exist.
+    data = write_arith(tmp_path / "a.jsonl", N)
+    work = tmp_path / "w"
+    async with FakeOpenAI(responder=arith_reply) as srv:
+        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
+        flags = ("run", str(cfg), "-w", str(work), "-q", "--mode", "infer")
+        await anyio.run_process(cli(*flags), env=env())
+        write_arith(data, 3)
+        fewer = await anyio.run_process(cli(*flags), env=env())
+    assert fewer.returncode == 0 and b"kept the earlier" not in fewer.stderr
+    assert json.loads((work / "results/fake/arith.json").read_text())["total"] == 3
+
+
 async def test_a_run_that_gets_as_far_replaces_the_results(tmp_path):
     data = write_arith(tmp_path / "a.jsonl", N)
     work = tmp_path / "w"

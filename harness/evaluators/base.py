@@ -56,8 +56,8 @@ class BaseEvaluator:
     #: ROUGE only score, so a sample without an answer is not "wrong" there either.
     verdicts: ClassVar[bool] = True
     #: Whether a prediction its postprocessors extracted nothing from still goes to
-    #: ``score_sample`` (a config's own function, which OpenCompass gives it to: what
-    #: an empty answer is worth is its call); else it is an extraction failure, wrong.
+    #: ``score_sample`` (a config's own function, which OpenCompass gives it to): a
+    #: "right" from it stands; "wrong", or raising on it, leaves an extraction failure.
     #: Set per instance by a cascade, so not a ClassVar.
     scores_failed_extraction: bool = False
     timeout: float = 30.0

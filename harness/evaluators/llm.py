@@ -109,8 +109,8 @@ class CascadeEvaluator(BaseEvaluator):
     the rule layer's pred_postprocessor (``prediction_postprocessors``), so the
     extraction sees how the reply ended, and math-verify's fast path applies here too.
     A prediction that postprocessor extracts nothing from is an extraction failure the
-    judge decides, unless a ``sample_score_fn`` (called on it, as in OpenCompass) says
-    it is right.
+    judge decides, unless a config's own function (``sample_score_fn``, or a function
+    as ``rule_evaluator``), called on it as in OpenCompass, says it is right.
     """
 
     def __init__(self, llm_evaluator: Mapping[str, Any] | GenericLLMEvaluator,

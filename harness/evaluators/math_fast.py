@@ -29,8 +29,10 @@ is certain from the strings:
 The extraction string (``pred``) comes from latex2sympy2_extended's own ``normalize_latex``,
 loaded without the rest of that package (see :func:`_normalizer`).
 
-``tests/test_math_fast.py`` holds every decision to math-verify's own, detail for detail,
-on every MATH-500 answer and the extraction corpus.
+``tests/test_math_fast.py`` holds its decisions to math-verify's own, detail for detail,
+on every MATH-500 answer, the extraction corpus and samples of the pairs
+``bench/check_math_fast.py`` checks in full (every pair of two MATH-500 answers, random
+answers).
 """
 
 from __future__ import annotations
@@ -45,14 +47,12 @@ from pathlib import Path
 from typing import Any
 
 from .math_forms import rewrite
-from .math_values import Reading, gap, read
+from .math_values import MAX_DIGITS, SURE_APART, Reading, gap, read
 
 #: Decimals closer than this to the other side are left to math-verify's rounding.
-_SURE_APART = Fraction(1, 100_000)
-_SURE_APART_FLOAT = float(_SURE_APART)
+_SURE_APART = Fraction(str(SURE_APART))
 #: Decimals beyond these are left to math-verify (float precision, not values, decides).
 _MAX_DECIMAL = 10**9
-_MAX_DIGITS = 15
 
 _GROUPED = r"[1-9]\d{0,2}(?:(?:,|\{,\}|,\\!)\d{3})+"
 _NUMBER = re.compile(
@@ -73,13 +73,13 @@ class _Value:
 
 
 #: Longer answers go to math-verify, which bounds its own work with a timeout.
-MAX_NUMBER_CHARS = 200
+MAX_CHARS = 200
 
 
 def _number(text: str) -> _Value | None:
     """``text`` as a plain number, or ``None`` when it is anything else (or too long to
     be worth deciding here: Python refuses ``int()`` of over 4,300 digits)."""
-    if len(text) > MAX_NUMBER_CHARS:
+    if len(text) > MAX_CHARS:
         return None
     m = _NUMBER.fullmatch(text)
     if m is not None:
@@ -101,7 +101,7 @@ def _number(text: str) -> _Value | None:
 def _number_verdict(gold: _Value, pred: _Value) -> bool | None:
     """Whether math-verify equates two plain numbers; ``None`` when unsure."""
     if gold.decimal or pred.decimal:
-        if any(v.decimal and (abs(v.value) >= _MAX_DECIMAL or v.digits > _MAX_DIGITS)
+        if any(v.decimal and (abs(v.value) >= _MAX_DECIMAL or v.digits > MAX_DIGITS)
                for v in (gold, pred)):
             return None
         if gold.value == pred.value:
@@ -154,7 +154,6 @@ def shown(text: str) -> str | None:
 #: Answers math-verify may not finish parsing within its time limit: nested exponents,
 #: factorials of big numbers, long ones.
 _HEAVY = re.compile(r"\^\s*\{[^{}]*\^|(?:\d{3,}|\))\s*!")
-_MAX_IDENTICAL = 200
 
 
 def fast_detail(prediction: Any, reference: Any) -> dict[str, Any] | None:
@@ -178,7 +177,7 @@ def fast_detail(prediction: Any, reference: Any) -> dict[str, Any] | None:
         display = shown(pred)
         return None if display is None else {"answer": reference, "pred": display,
                                              "correct": verdict}
-    if pred == gold and len(gold) <= _MAX_IDENTICAL and not _HEAVY.search(gold) \
+    if pred == gold and len(gold) <= MAX_CHARS and not _HEAVY.search(gold) \
             and _looks_bare(gold):
         # Both sides are parsed from the same text the same way, and math-verify's
         # comparison of the two (non-empty) extraction strings then holds.
@@ -186,7 +185,7 @@ def fast_detail(prediction: Any, reference: Any) -> dict[str, Any] | None:
         if display:
             return {"answer": reference, "pred": display, "correct": True}
         return None
-    if max(len(gold), len(pred)) <= _MAX_IDENTICAL and _looks_bare(pred) and _looks_bare(gold):
+    if max(len(gold), len(pred)) <= MAX_CHARS and _looks_bare(pred) and _looks_bare(gold):
         display, gold_shown = shown(pred), shown(gold)
         if display and gold_shown and display != gold_shown \
                 and _apart(read(gold_shown), read(display)):
@@ -201,14 +200,14 @@ def _apart(gold: Reading | None, pred: Reading | None) -> bool:
         return False
     a, b = gold.constant, pred.constant
     if a is not None and b is not None:
-        return gap(a, b) > _SURE_APART_FLOAT
+        return gap(a, b) > SURE_APART
     for one, other in ((a, pred), (b, gold)):
         if one is None:
             continue
         if other.varies:
             return True
         items = sorted(other.items)
-        if len(items) >= 2 and all(gap(x, y) > _SURE_APART_FLOAT
+        if len(items) >= 2 and all(gap(x, y) > SURE_APART
                                    for x, y in itertools.pairwise(items)):
             return True
     return False

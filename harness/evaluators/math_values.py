@@ -26,18 +26,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
+#: How far apart two values must be for math-verify to find them unequal whatever it
+#: rounds (floats to 6 places).
+SURE_APART = 1e-5
 #: Values (and every intermediate value) beyond this are not read: there sympy's
-#: 15-digit floats, which a decimal in an answer brings in, no longer hold 1e-5.
+#: 15-digit floats, which a decimal in an answer brings in, no longer hold SURE_APART.
 MAX_MAGNITUDE = 1e8
 
 _VARIABLES = frozenset("abcfghklmnopqrstuvwxyz")
 _PROBES = 3
 #: Widening of each result: a basic operation, a correctly rounded conversion and
 #: math.pi are within one unit in the last place (2.2e-16); pow is within a few, plus
-#: the rounding of a rational exponent to a float (at most 64 times 18 × 1.1e-16).
+#: the rounding of a rational exponent to a float, a relative error of about
+#: |ln(a^e)| × 1.1e-16, at most 7.6e-14 for results between 1e-300 and 1e8.
 _REL, _REL_POW, _ABS = 4e-15, 1e-12, 1e-300
 _MAX_EXPONENT = 64
-_MAX_DIGITS = 15
+#: Digits of a number beyond what a float (and sympy's Float) holds exactly.
+MAX_DIGITS = 15
 #: Only the spaces latex2sympy's lexer skips: another (a no-break space, say) makes it
 #: fail, and math-verify then reads a number out of the plain text instead.
 _SPACES = " \t\n\r"
@@ -76,7 +81,7 @@ class Reading:
 
 
 @dataclass(frozen=True, slots=True)
-class _Value:
+class _Probed:
     points: tuple[Interval, ...]
     variable: bool = False
 
@@ -188,20 +193,20 @@ class _Reader:
             raise _Unread
         return Reading(items=tuple(item.points[0] for item in items))
 
-    def expression(self) -> _Value:
+    def expression(self) -> _Probed:
         negative = self.peek()[1] == "-"
         if negative:
             self.at += 1
         total = self.term()
         if negative:
-            total = _Value(tuple((-hi, -lo) for lo, hi in total.points), total.variable)
+            total = _Probed(tuple((-hi, -lo) for lo, hi in total.points), total.variable)
         while self.peek()[1] in ("+", "-"):
             op = _sub if self.tokens[self.at][1] == "-" else _add
             self.at += 1
             total = _combine(op, total, self.term())
         return total
 
-    def term(self) -> _Value:
+    def term(self) -> _Probed:
         product = self.power()
         while True:
             kind, text = self.peek()
@@ -215,7 +220,7 @@ class _Reader:
                 return product
             product = _combine(_mul, product, self.power())
 
-    def power(self) -> _Value:
+    def power(self) -> _Probed:
         base = self.atom()
         if self.peek()[1] != "^":
             return base
@@ -223,7 +228,7 @@ class _Reader:
         exponent = self.rational()
         if self.peek()[1] == "^":
             raise _Unread
-        return _Value(tuple(_pow(p, exponent) for p in base.points), base.variable)
+        return _Probed(tuple(_pow(p, exponent) for p in base.points), base.variable)
 
     def rational(self) -> Fraction:
         """An exponent: one digit (``x^10`` is ``x^1 0`` in LaTeX), or a braced
@@ -252,25 +257,25 @@ class _Reader:
         if braced:
             self.take("{")
         kind, text = self.peek()
-        if kind != "num" or "." in text or len(text) > _MAX_DIGITS:
+        if kind != "num" or "." in text or len(text) > MAX_DIGITS:
             raise _Unread
         self.at += 1
         if braced:
             self.take("}")
         return int(text)
 
-    def atom(self) -> _Value:
+    def atom(self) -> _Probed:
         kind, text = self.peek()
         self.at += 1
         if kind == "num":
-            if sum(c.isdigit() for c in text) > _MAX_DIGITS:
+            if sum(c.isdigit() for c in text) > MAX_DIGITS:
                 raise _Unread
             value = float(text)
-            return _Value((_interval(value, value),) * _PROBES)
+            return _Probed((_interval(value, value),) * _PROBES)
         if kind == "var" and text in _VARIABLES:
-            return _Value(_probe(text), variable=True)
+            return _Probed(_probe(text), variable=True)
         if text == "\\pi":
-            return _Value((_interval(math.pi, math.pi),) * _PROBES)
+            return _Probed((_interval(math.pi, math.pi),) * _PROBES)
         if text == "\\frac":
             return _combine(_div, self.braced(), self.braced())
         if text == "\\sqrt":
@@ -284,11 +289,11 @@ class _Reader:
             radicand = self.braced()
             if any(lo < 0 for lo, _ in radicand.points):  # complex to sympy, maybe
                 raise _Unread
-            return _Value(tuple(_pow(p, Fraction(1, index)) for p in radicand.points),
+            return _Probed(tuple(_pow(p, Fraction(1, index)) for p in radicand.points),
                           radicand.variable)
         raise _Unread
 
-    def braced(self) -> _Value:
+    def braced(self) -> _Probed:
         self.take("{")
         value = self.expression()
         self.take("}")
@@ -301,9 +306,9 @@ def _probe(letter: str) -> tuple[Interval, ...]:
     return tuple((base + 0.618 * k,) * 2 for k in range(_PROBES))
 
 
-def _combine(op: Callable[[Interval, Interval], Interval], a: _Value, b: _Value) -> _Value:
+def _combine(op: Callable[[Interval, Interval], Interval], a: _Probed, b: _Probed) -> _Probed:
     """``op`` at every probe point."""
-    return _Value(tuple(op(x, y) for x, y in zip(a.points, b.points, strict=True)),
+    return _Probed(tuple(op(x, y) for x, y in zip(a.points, b.points, strict=True)),
                   a.variable or b.variable)
 
 

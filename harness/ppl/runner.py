@@ -104,7 +104,7 @@ class PPLRunner:
 
     async def _lookup(self, plan: Plan, wanted: str) -> tuple[Mapping[str, Any], str | None]:
         """The stored rows of ``plan``'s requests and the method they complete, if any."""
-        stored = await self.store.lookup_predictions([*plan.echo_keys.values(), plan.next_key])
+        stored = await self.store.lookup_predictions(plan.keys)
         return stored, _stored_method(plan, stored, wanted)
 
     async def _method(self, client: ModelClient, plan: Plan, wanted: str,
@@ -229,6 +229,11 @@ class Plan:
                           for label, m in self.candidates.items()}
         self.next_key = prediction_key(identity, self.context_messages,
                                        next_token_params(self.top), 0, self.api)
+
+    @property
+    def keys(self) -> list[str]:
+        """The store keys of every request either method may make for the sample."""
+        return [*self.echo_keys.values(), self.next_key]
 
     def row(self, key: str, messages: Any, params: Mapping[str, Any], api: Any,
             parsed: Any, used: tuple[int, int], attempts: int) -> Completion:

@@ -34,7 +34,7 @@ class Collector:
     def __init__(self, work_dir: Path, datasets: Mapping[str, DatasetSpec],
                  pairs: Iterable[Pair], mode: str, dump_details: bool,
                  judge_modes: Mapping[str, str | None], progress: Progress,
-                 limited: frozenset[str] = frozenset()) -> None:
+                 limited: frozenset[str]) -> None:
         """``limited``: the datasets ``--limit`` cuts short."""
         self.work_dir = work_dir
         self.datasets = datasets
@@ -46,7 +46,8 @@ class Collector:
                                 pass_k=getattr(datasets[d].evaluator, "k", None),
                                 evaluator=datasets[d].evaluator)
             for m, d in pairs}
-        #: (model, dataset) → the results kept on disk because this run got less far.
+        #: (model, dataset) → the results kept on disk instead of this run's
+        #: (``results.keeps_previous``).
         self.kept: dict[Pair, ResultSummary] = {}
         self._limited = limited
         #: Where finished samples also go (``open_run``'s iterator), if anywhere.
@@ -68,8 +69,10 @@ class Collector:
         """Close every details file (the first error is raised after all are closed).
 
         An interrupted run leaves the previous details file as it was, and so does one
-        that got less far than the run that wrote the previous results; none is written
-        where the work directory's path no longer leads to the locked directory.
+        whose previous result is kept (``results.keeps_previous``); a finished run that
+        replaces a result without writing details removes the previous details file.
+        None is written where the work directory's path no longer leads to the locked
+        directory.
         """
         try:
             store.check_work_dir()

@@ -33,6 +33,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStrea
 from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
 from ..config import DatasetSpec
+from ..evaluators.base import BaseEvaluator
 from ..evaluators.llm import GenericLLMEvaluator, judge_plan
 from ..outcomes import final_row
 from ..postprocessors import is_extraction_failure
@@ -398,7 +399,8 @@ class Scorer:
         extracted, reference = found.prediction, found.reference
         if found.failed:
             # A config's own function may call an empty answer right ("none", say);
-            # otherwise, also when it cannot read one, nothing was extracted: wrong.
+            # otherwise, also when it cannot read one, it is an extraction failure
+            # (wrong, or the judge's to decide in a cascade).
             if evaluator.scores_failed_extraction \
                     and (right := _function_verdict(evaluator, extracted, reference, row)):
                 return _from_detail(result, right, extracted, reference), True
@@ -448,7 +450,7 @@ class Scorer:
         return _from_detail(result, detail, extracted, reference), reproducible
 
 
-def _function_verdict(evaluator: Any, extracted: Any, reference: Any,
+def _function_verdict(evaluator: BaseEvaluator, extracted: Any, reference: Any,
                       row: Mapping[str, Any]) -> dict[str, Any] | None:
     """A config function's detail for a prediction nothing was extracted from, when
     it says right; ``None`` when it says wrong or raises on it."""

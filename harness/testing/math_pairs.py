@@ -2,8 +2,9 @@
 answer them, and numeric rewritings of each answer.
 
 ``tests/test_math_fast.py`` holds the fast path (``harness.evaluators.math_fast``) to
-math-verify's detail on these pairs; ``bench/bench_rules.py`` and
-``bench/bench_math_fast.py`` score them.
+math-verify's detail on these pairs and on samples of :func:`random_answers`;
+``bench/check_math_fast.py`` checks every pair of two MATH-500 answers and random ones;
+``bench/bench_rules.py`` and ``bench/bench_math_fast.py`` score them.
 """
 
 from __future__ import annotations
