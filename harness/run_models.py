@@ -150,10 +150,10 @@ async def _stored(model: ModelSpec, dataset: DatasetSpec, limit: int | None,
     for key in _request_keys(model, dataset, limit):
         batch.append(key)
         if len(batch) == _LOOKUP_BATCH:
-            if await store.lookup_predictions(batch):
+            if await store.any_prediction(batch):
                 return True
             batch = []
-    return bool(batch) and bool(await store.lookup_predictions(batch))
+    return await store.any_prediction(batch)
 
 
 def _request_keys(model: ModelSpec, dataset: DatasetSpec, limit: int | None) -> Iterator[str]:

@@ -516,6 +516,15 @@ class Store:
         found = self._read(sql, keys, "reading predictions failed")
         return {row[0]: StoredPrediction(row[1:]) for row in found}
 
+    async def any_prediction(self, keys: Sequence[str]) -> bool:
+        """Whether a successful prediction is stored under any of ``keys`` (one query,
+        no row read)."""
+        if not keys:
+            return False
+        sql = ("SELECT 1 FROM predictions WHERE status='ok' AND "
+               f"key IN ({','.join('?' * len(keys))}) LIMIT 1")
+        return bool(self._read(sql, keys, "reading predictions failed"))
+
     async def lookup_verdicts(self, keys: Sequence[str]) -> dict[str, VerdictRecord]:
         """Stored final verdicts (``ok`` or ``unparsed``) among ``keys``, in one query."""
         if not keys:
