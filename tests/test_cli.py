@@ -38,14 +38,21 @@ async def test_help_lists_the_run_command():
     assert b"run" in result.stdout
 
 
-async def test_run_with_flags_prints_summary_and_writes_results(tmp_path):
-    data = write_arith(tmp_path / "a.jsonl", 20)
+async def run_arith(tmp_path, rows: int, *flags: str, **extra_env: str):
+    """``harness run`` of ``rows`` arithmetic questions against a fake server, into
+    ``tmp_path / 'w'``, with ``flags`` after the endpoint flags."""
+    data = write_arith(tmp_path / "a.jsonl", rows)
     cfg = write_config(tmp_path / "cfg.py", data)
     async with FakeOpenAI(responder=arith_reply) as srv:
-        result = await anyio.run_process(
+        return await anyio.run_process(
             cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--model-base-url",
-                srv.base_url, "--model", "fake-model", "--api-key-env", "MY_KEY"),
-            env=env(MY_KEY="sk-planted-secret-key-000"), check=False)
+                srv.base_url, "--model", "fake-model", *flags),
+            env=env(**extra_env), check=False)
+
+
+async def test_run_with_flags_prints_summary_and_writes_results(tmp_path):
+    result = await run_arith(tmp_path, 20, "--api-key-env", "MY_KEY",
+                             MY_KEY="sk-planted-secret-key-000")
     assert result.returncode == 0, result.stderr.decode()
     out = result.stdout.decode()
     assert "arith" in out and f"{100 * expected_correct(20) / 20:.2f}" in out
@@ -58,12 +65,7 @@ async def test_run_with_flags_prints_summary_and_writes_results(tmp_path):
 
 
 async def test_without_details_the_cli_points_to_none(tmp_path):
-    data = write_arith(tmp_path / "a.jsonl", 2)
-    cfg = write_config(tmp_path / "cfg.py", data)
-    async with FakeOpenAI(responder=arith_reply) as srv:
-        result = await anyio.run_process(
-            cli("run", str(cfg), "-w", str(tmp_path / "w"), "-q", "--model-base-url",
-                srv.base_url, "--model", "fake-model", "--no-dump-eval-details"), env=env())
+    result = await run_arith(tmp_path, 2, "--no-dump-eval-details")
     assert not (tmp_path / "w" / "details").exists()
     assert b"results: " in result.stdout and b"details: " not in result.stdout
 

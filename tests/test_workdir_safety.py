@@ -8,6 +8,7 @@ import socket
 import uuid
 
 import anyio
+import pytest
 
 from harness.paths import safe_name
 from harness.testing import FakeOpenAI
@@ -132,55 +133,36 @@ async def test_a_run_on_fewer_samples_or_without_scores_leaves_the_results(tmp_p
             assert await snapshot(work) == before, flags
 
 
-async def test_a_complete_run_on_a_dataset_that_shrank_replaces_the_results(tmp_path):
+@pytest.mark.parametrize("flags, then", [
+    ((), ()),
+    # Replaced without details: the earlier run's rows would describe another result.
+    ((), ("--no-dump-eval-details",)),
+    # A --limit beyond the dataset's rows leaves none out: a complete run as well.
+    ((), ("--limit", "100")),
+    # No scores to protect: an infer result of rows that no longer exist.
+    (("--mode", "infer"), ("--mode", "infer")),
+])
+async def test_a_complete_run_on_a_dataset_that_shrank_replaces_the_results(tmp_path, flags,
+                                                                           then):
     # The dataset has fewer rows now: a complete run over all of them is its result.
     # The old result (more samples, rows that no longer exist) stayed, with exit 0.
     data = write_arith(tmp_path / "a.jsonl", N)
     work = tmp_path / "w"
     async with FakeOpenAI(responder=arith_reply) as srv:
         cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
-        await anyio.run_process(cli("run", str(cfg), "-w", str(work), "-q"), env=env())
+        await anyio.run_process(cli("run", str(cfg), "-w", str(work), "-q", *flags), env=env())
         write_arith(data, 3)
-        fewer = await anyio.run_process(cli("run", str(cfg), "-w", str(work), "-q"), env=env())
+        fewer = await anyio.run_process(cli("run", str(cfg), "-w", str(work), "-q", *then),
+                                        env=env())
     assert fewer.returncode == 0 and b"kept the earlier" not in fewer.stderr
     saved = json.loads((work / "results/fake/arith.json").read_text())
     assert saved["total"] == 3 and saved["complete"]
-    assert len((work / "details/fake/arith.jsonl").read_text().splitlines()) == 3
     assert json.loads((work / "summary.json").read_text())["results"][0]["total"] == 3
-    # Replaced without details: the earlier run's rows would describe another result.
-    write_arith(data, 2)
-    async with FakeOpenAI(responder=arith_reply) as srv:
-        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
-        bare = await anyio.run_process(
-            cli("run", str(cfg), "-w", str(work), "-q", "--no-dump-eval-details"), env=env())
-    assert bare.returncode == 0
-    assert json.loads((work / "results/fake/arith.json").read_text())["total"] == 2
-    assert not (work / "details/fake/arith.jsonl").exists()
-    # A --limit beyond the dataset's rows leaves none out: a complete run as well.
-    write_arith(data, N)
-    async with FakeOpenAI(responder=arith_reply) as srv:
-        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
-        await anyio.run_process(cli("run", str(cfg), "-w", str(work), "-q"), env=env())
-        write_arith(data, 3)
-        all_of_it = await anyio.run_process(
-            cli("run", str(cfg), "-w", str(work), "-q", "--limit", "100"), env=env())
-    assert all_of_it.returncode == 0 and b"kept the earlier" not in all_of_it.stderr
-    assert json.loads((work / "results/fake/arith.json").read_text())["total"] == 3
-
-
-async def test_an_infer_run_on_a_dataset_that_shrank_replaces_an_infer_result(tmp_path):
-    # No scores to protect: the earlier predictions-only result described rows that no
-    # longer exist.
-    data = write_arith(tmp_path / "a.jsonl", N)
-    work = tmp_path / "w"
-    async with FakeOpenAI(responder=arith_reply) as srv:
-        cfg = write_config(tmp_path / "cfg.py", data, models=[model_cfg(srv.base_url)])
-        flags = ("run", str(cfg), "-w", str(work), "-q", "--mode", "infer")
-        await anyio.run_process(cli(*flags), env=env())
-        write_arith(data, 3)
-        fewer = await anyio.run_process(cli(*flags), env=env())
-    assert fewer.returncode == 0 and b"kept the earlier" not in fewer.stderr
-    assert json.loads((work / "results/fake/arith.json").read_text())["total"] == 3
+    details = work / "details/fake/arith.jsonl"
+    if "--no-dump-eval-details" in then:
+        assert not details.exists()
+    else:
+        assert len(details.read_text().splitlines()) == 3
 
 
 async def test_a_run_that_gets_as_far_replaces_the_results(tmp_path):
