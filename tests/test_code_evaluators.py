@@ -10,8 +10,11 @@ from pathlib import Path
 import anyio
 import pytest
 
+from harness.config import load_config
 from harness.errors import ConfigError
 from harness.evaluators import HumanEvalEvaluator, MBPPEvaluator, build_evaluator
+
+from .helpers import write_arith, write_config
 
 DATA = Path(__file__).resolve().parents[1] / "datasets" / "data"
 HUMANEVAL = [json.loads(x) for x in (DATA / "humaneval/HumanEval.jsonl").read_text().splitlines()]
@@ -104,6 +107,34 @@ def test_config_errors_name_the_field():
     with pytest.raises(ConfigError, match="'k'"):
         build_evaluator(dict(type="MBPPEvaluator", k=[1, 0]))
     assert build_evaluator(dict(type="HumanEvalEvaluator", k=[10, 1])).k == (1, 10)
+
+
+def _humaneval_config(tmp_path: Path, limits: str) -> Path:
+    """The arithmetic config, scored by ``HumanEvalEvaluator(limits=<limits>)``."""
+    cfg = write_config(tmp_path / "cfg.py", write_arith(tmp_path / "a.jsonl", 2),
+                       extra="from harness import HumanEvalEvaluator")
+    cfg.write_text(cfg.read_text().replace(
+        "dict(type=AccEvaluator)", f"dict(type=HumanEvalEvaluator, limits={limits})"))
+    return cfg
+
+
+@pytest.mark.parametrize("limits,field", [
+    ("dict(cpu_time=0.5)", "cpu_time"), ("dict(wall_time=float('nan'))", "wall_time"),
+    ("dict(wall_time=float('inf'))", "wall_time")])
+def test_a_limit_no_program_could_run_under_stops_the_config_naming_it(tmp_path, limits,
+                                                                        field):
+    # Each was accepted, then scored every program a timeout or left it unscored.
+    with pytest.raises(ConfigError, match=rf"datasets\[0\]\.eval_cfg\.evaluator\.limits\.{field}'"):
+        load_config(_humaneval_config(tmp_path, limits))
+
+
+async def test_a_fractional_cpu_time_exits_2_before_any_request(server, tmp_path):
+    from .test_bad_input import run_cli
+
+    result = await run_cli(_humaneval_config(tmp_path, "dict(cpu_time=0.5)"),
+                           tmp_path / "w", server)
+    assert result.returncode == 2 and b"limits.cpu_time" in result.stderr
+    assert server.stats.total == 0
 
 
 def test_the_execution_key_changes_with_program_tests_and_limits():

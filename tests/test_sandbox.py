@@ -8,6 +8,7 @@ import logging
 import anyio
 import pytest
 
+from harness.errors import ConfigError
 from harness.sandbox import Limits, SandboxUnavailable, check_bwrap, resolve, run_program
 from harness.sandbox import run as run_module
 
@@ -86,8 +87,28 @@ async def test_the_unsafe_mode_runs_the_program_with_the_same_limits():
 
 
 def test_a_limit_must_be_positive():
-    with pytest.raises(ValueError, match="Limits.memory"):
+    with pytest.raises(ConfigError, match="field 'memory': must be positive"):
         Limits(memory=0)
+
+
+@pytest.mark.parametrize("field,value", [
+    # RLIMIT_CPU counts whole seconds: 0.5 was cut to 0, a timeout for every program.
+    ("cpu_time", 0.5), ("cpu_time", 1.9),
+    # NaN passes every comparison: anyio refused it as a deadline for every program.
+    ("wall_time", float("nan")), ("wall_time", float("inf")), ("cpu_time", float("inf")),
+    ("memory", float("nan")), ("processes", 2.5),
+    # Past what setrlimit takes, every launch failed instead of the config's load.
+    ("memory", 1 << 70), ("cpu_time", 10 ** 20),
+], ids=repr)
+def test_a_limit_that_no_program_could_run_under_is_refused_naming_it(field, value):
+    with pytest.raises(ConfigError, match=f"field '{field}'"):
+        Limits(**{field: value})
+
+
+def test_a_whole_number_written_as_a_float_is_read_as_that_number():
+    limits = Limits(cpu_time=2.0, memory=1e9)
+    assert (limits.cpu_time, limits.memory) == (2, 10 ** 9)
+    assert isinstance(limits.cpu_time, int) and isinstance(limits.memory, int)
 
 
 async def test_a_run_that_would_execute_code_without_bwrap_exits_2_before_any_request(

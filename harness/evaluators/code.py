@@ -78,10 +78,7 @@ class CodeEvaluator(BaseEvaluator):
             raise ConfigError("must name at least one k", field="k")
         with within("limits"):
             check_keys(dict(limits or {}), LIMIT_KEYS, "limits")
-        try:
             self.limits = Limits(**dict(limits or {}))
-        except ValueError as exc:
-            raise ConfigError(str(exc), field="limits") from exc
         self.sandbox = choose(sandbox)  # checked by check_ready, before a run scores
         self._checked = False
         if self.timeout == BaseEvaluator.timeout:
