@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -18,6 +19,7 @@ from .errors import DatasetError
 from .json_encode import loads, lone_surrogate_in
 
 _RANGE = re.compile(r"^\s*\[?\s*(\d*)\s*:\s*(\d*)\s*\]?\s*$")
+_FIELD_END = re.compile(r"[,\r\n]")  # where a field without quotes ends
 
 
 class CustomDataset:
@@ -72,8 +74,11 @@ class CustomDataset:
         with open(self.path, "rb") as fh:
             # Decode line by line so a bad byte is reported with its line number.
             lines = (_decode(raw, self.path, n) for n, raw in enumerate(fh, start=1))
-            reader = csv.reader(_LineFeed(lines))
+            # Strict: a stray quote would otherwise swallow the lines up to the next
+            # quote into one field, and several records would be read as one.
+            reader = csv.reader(_LineFeed(lines), strict=True)
             end = 0  # the last line of the record before
+            header: list[str] | None = None
             try:
                 header = next(reader, None)
                 if header is None:
@@ -84,9 +89,8 @@ class CustomDataset:
                     start, end = end + 1, reader.line_num
                     if values:  # not a blank line
                         yield start, self._csv_row(header, values, start)
-            except csv.Error as exc:  # an unquoted line break, a field over csv's limit
-                raise DatasetError(f"malformed CSV: {exc}", path=str(self.path),
-                                   line=end + 1) from exc
+            except csv.Error as exc:  # a broken quote, an unquoted line break, a huge field
+                raise self._csv_error(exc, end + 1, reader.line_num, header) from exc
 
     def _csv_row(self, header: list[str], values: list[str], line: int) -> dict[str, Any]:
         """One record as a row. A spreadsheet leaves out a row's empty last cells: the
@@ -98,6 +102,34 @@ class CustomDataset:
         row: dict[str, Any] = dict.fromkeys(header)
         row.update(zip(header, values, strict=False))
         return row
+
+    def _csv_error(self, exc: csv.Error, first: int, last: int,
+                   header: list[str] | None) -> DatasetError:
+        """The error for the record on lines ``first`` to ``last`` that csv refused with
+        ``exc``: a broken quote is named by its field and the line its quote opens on
+        (csv's own messages name neither)."""
+        with open(self.path, "rb") as fh:
+            raws = itertools.islice(fh, first - 1, last)
+            text = "".join(_decode(raw, self.path, n) for n, raw in enumerate(raws, first))
+        broken = _broken_quote(text)
+        if broken is None:
+            return DatasetError(f"malformed CSV: {exc}", path=str(self.path), line=first)
+        index, opening, closing = broken
+        field = header[index] if header is not None and index < len(header) else None
+        what = "this field" if field is not None else f"value {index + 1}"
+
+        def line_at(offset: int) -> int:
+            return first + text.count("\n", 0, offset)
+
+        if closing is None:
+            problem = "never closes: the rest of the file would be read into it"
+        else:
+            problem = (f"closes on line {line_at(closing)}, followed by "
+                       f"{shown(text[closing + 1:].splitlines()[0])}, not by a comma or the "
+                       "line's end")
+        return DatasetError(f"malformed CSV: the quote that opens {what} {problem} (a '\"' "
+                            "inside a quoted field is written '\"\"')", path=str(self.path),
+                            line=line_at(opening), field=field)
 
     def _json(self) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
@@ -127,6 +159,36 @@ def _check_header(names: list[str], path: Path) -> None:
             raise DatasetError("the header names this column twice", path=str(path), line=1,
                                field=name)
         seen.add(name)
+
+
+def _broken_quote(text: str) -> tuple[int, int, int | None] | None:
+    """Where the quotes of ``text``, one CSV record, break the rule strict csv holds them
+    to: ``(field index, opening quote, closing quote)`` as offsets in ``text``, the closing
+    quote None if the text ends inside the field; None if its quotes are sound."""
+    index = start = 0
+    while start < len(text):
+        if text[start] == '"':  # only a quote that starts a field opens one
+            close = start + 1
+            while (close := text.find('"', close)) >= 0 and text.startswith('"', close + 1):
+                close += 2  # a doubled quote is one '"' inside the field
+            if close < 0:
+                return index, start, None
+            if close + 1 < len(text) and text[close + 1] not in ",\r\n":
+                return index, start, close
+            start = close + 1
+        else:
+            end = _FIELD_END.search(text, start)
+            start = end.start() if end else len(text)
+        if not text.startswith(",", start):
+            return None
+        index, start = index + 1, start + 1
+    return None
+
+
+def shown(value: Any) -> str:
+    """``repr(value)``, cut to a length an error message can show."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _whole_characters(row: dict[str, Any], path: Path, line: int) -> None:

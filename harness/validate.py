@@ -19,6 +19,7 @@ from typing import Any
 
 from .config import DatasetSpec
 from .config_keys import MAX_CONCURRENCY, directory, positive
+from .dataset import shown
 from .errors import ConfigError, DatasetError
 from .postprocessors import is_extraction_failure
 from .prompt import PLACEHOLDER
@@ -169,20 +170,14 @@ def _check_postprocessed_reference(spec: DatasetSpec, row: Mapping[str, Any], li
         reference = reference_of(row)
     except Exception as exc:  # noqa: BLE001 - any failure is this row's
         raise DatasetError(f"the dataset_postprocessor raised {type(exc).__name__} on the "
-                           f"reference {_shown(row[column])}: {exc}",
+                           f"reference {shown(row[column])}: {exc}",
                            path=str(spec.reader.path), line=line, field=column) from exc
     if missing_reference(reference):
         raise DatasetError(f"the dataset_postprocessor finds no reference in "
-                           f"{_shown(row[column])} (it gives {reference!r}); fix the data "
+                           f"{shown(row[column])} (it gives {reference!r}); fix the data "
                            "or the postprocessor, or set skip_missing_reference=True in "
                            "reader_cfg to leave such rows out", path=str(spec.reader.path),
                            line=line, field=column)
-
-
-def _shown(value: Any) -> str:
-    """``repr(value)``, cut to a length an error message can show."""
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def missing_reference(value: Any) -> bool:

@@ -12,6 +12,13 @@ def rows(path):
     return list(CustomDataset(path).rows())
 
 
+def written(tmp_path, name, data):
+    """``data`` as the file ``name`` in ``tmp_path``."""
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
 def test_jsonl_rows_with_line_numbers(tmp_path):
     p = tmp_path / "d.jsonl"
     p.write_text('{"q": 1}\n\n{"q": 2}\n')
@@ -83,7 +90,46 @@ def test_parse_range_rejects_negative_or_malformed_bounds(spec):
 ], ids=["bom-bad-byte", "multibyte-bad-byte", "multibyte-json", "bom-json", "cut-short",
         "cut-short-crlf"])
 def test_malformed_jsonl_names_the_column_an_editor_shows(tmp_path, data, message):
-    p = tmp_path / "d.jsonl"
-    p.write_bytes(data)
     with pytest.raises(DatasetError, match=message):
-        rows(p)
+        rows(written(tmp_path, "d.jsonl", data))
+
+
+@pytest.mark.parametrize("data, expected", [
+    (b'q,a\n"Paris, France",1\n', [(2, {"q": "Paris, France", "a": "1"})]),
+    (b'q,a\n"say ""hi""",1\n', [(2, {"q": 'say "hi"', "a": "1"})]),
+    (b'q,a\n"two\nlines",1\n"x",2\n',
+     [(2, {"q": "two\nlines", "a": "1"}), (4, {"q": "x", "a": "2"})]),
+    (b'\xef\xbb\xbfq,a\nx,1\n', [(2, {"q": "x", "a": "1"})]),
+    (b'q,a\r\n"two\r\nlines",1\r\nx,2\r\n',
+     [(2, {"q": "two\r\nlines", "a": "1"}), (4, {"q": "x", "a": "2"})]),
+    (b'q,a\n\nx,1\n\n\ny,2', [(3, {"q": "x", "a": "1"}), (6, {"q": "y", "a": "2"})]),
+    # A quote inside an unquoted field is text, as spreadsheets read it.
+    (b'q,a\nsay "hi",1\n', [(2, {"q": 'say "hi"', "a": "1"})]),
+], ids=["quoted-comma", "doubled-quote", "quoted-newline", "bom", "crlf", "blank-lines",
+        "quote-inside-unquoted"])
+def test_well_formed_csv_reads_every_record(tmp_path, data, expected):
+    assert rows(written(tmp_path, "d.csv", data)) == expected
+
+
+@pytest.mark.parametrize("data, message", [
+    # The quote opened on line 3 never closes on its line: it closes on line 5, and
+    # read leniently lines 3 to 5 would be one sample.
+    (b'question,answer\nq0,0\n"q1,1\nq2,2\n"q3",3\nq4,4\n',
+     r"d\.csv:3 field 'question': malformed CSV: the quote that opens this field closes "
+     r"on line 5, followed by 'q3\",3', not by a comma or the line's end"),
+    (b'question,answer\nq0,0\nq1,"1\nq2,2\n',
+     r"d\.csv:3 field 'answer': malformed CSV: the quote that opens this field never "
+     r"closes"),
+    (b'question,answer\n"q0" x,0\n',
+     r"d\.csv:2 field 'question': malformed CSV: the quote that opens this field closes "
+     r"on line 2, followed by ' x,0', not by a comma"),
+    # A field before the broken one that spans lines: the line is the broken field's.
+    (b'question,answer\n"q\n0","0\n',
+     r"d\.csv:3 field 'answer': malformed CSV: the quote that opens this field never"),
+    (b'"question,answer\nq0,0\n',
+     r"d\.csv:1: malformed CSV: the quote that opens value 1 never closes"),
+], ids=["stray-quote", "unclosed-at-end", "text-after-quote", "after-multiline-field",
+        "header"])
+def test_broken_csv_quote_names_line_and_field(tmp_path, data, message):
+    with pytest.raises(DatasetError, match=message):
+        rows(written(tmp_path, "d.csv", data))
