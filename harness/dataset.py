@@ -133,7 +133,8 @@ class CustomDataset:
 
     def _json(self) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
-            data = json.loads(self.path.read_bytes().decode("utf-8"))
+            # utf-8-sig drops a BOM, as the .jsonl and .csv readers do.
+            data = json.loads(self.path.read_bytes().decode("utf-8-sig"))
         except UnicodeDecodeError as exc:
             raise DatasetError(f"not UTF-8 at byte {exc.start}", path=str(self.path)) from exc
         except json.JSONDecodeError as exc:

@@ -133,3 +133,16 @@ def test_well_formed_csv_reads_every_record(tmp_path, data, expected):
 def test_broken_csv_quote_names_line_and_field(tmp_path, data, message):
     with pytest.raises(DatasetError, match=message):
         rows(written(tmp_path, "d.csv", data))
+
+
+@pytest.mark.parametrize("name", ["d.json", "d.jsonl", "d.csv"])
+def test_a_utf8_bom_is_read_in_every_format(tmp_path, name):
+    body = {"d.json": b'[{"q": "x", "a": "1"}]', "d.jsonl": b'{"q": "x", "a": "1"}\n',
+            "d.csv": b"q,a\nx,1\n"}[name]
+    assert [row for _, row in rows(written(tmp_path, name, b"\xef\xbb\xbf" + body))] == [
+        {"q": "x", "a": "1"}]
+
+
+def test_json_error_after_a_bom_names_its_line(tmp_path):
+    with pytest.raises(DatasetError, match=r"d\.json:2: malformed JSON"):
+        rows(written(tmp_path, "d.json", b'\xef\xbb\xbf[{"q": 1},\n {"q": }]'))
