@@ -26,6 +26,7 @@ from .evaluators import BaseEvaluator, build_evaluator
 from .gen_params import check_gen_params
 from .models import GEN_KEYS, TOKEN_LIMIT_KEYS, model_settings
 from .postprocessors import build_postprocessor
+from .postprocessors.build import reference_form
 from .ppl.inferencer import PPLInferencer
 from .prompt import RawPromptTemplate
 
@@ -222,7 +223,8 @@ def _dataset(cfg: Any, base: Path) -> DatasetSpec:
         ppl = _check_ppl(inferencer, template)
     with within("eval_cfg"):
         pred_pp = _guarded("pred_postprocessor", build_postprocessor, eval_cfg)
-        ref_pp = _guarded("dataset_postprocessor", build_postprocessor, eval_cfg)
+        ref_pp = _guarded("dataset_postprocessor", build_postprocessor, eval_cfg) \
+            or reference_form(pred_pp)
         evaluator = _guarded("evaluator", build_evaluator, eval_cfg)
     n = positive(cfg.get("n", 1), "n", int)
     abbr = str(cfg.get("abbr") or Path(str(cfg["path"])).stem)

@@ -1,7 +1,7 @@
 """Reading numbers the way people write them: separators, signs, decimals, words.
 
 :func:`normalize_numerals` rewrites a text so that every number is plain ASCII with
-no thousands separator; :func:`canonical` then gives one spelling per value
+no thousands separator and no exponent (``2.5e-3``, ``1.5 × 10^6``); :func:`canonical` then gives one spelling per value
 (``18.00`` → ``18``, ``-0`` → ``0``, ``.5`` → ``0.5``), used for predictions and golds.
 """
 
@@ -41,7 +41,8 @@ position with two look-behinds (``bench/README.md``)."""
 
 
 def normalize_numerals(text: str) -> str:
-    """Full-width digits, Unicode minus and every thousands separator normalized away.
+    """Full-width digits, Unicode minus, every thousands separator and scientific
+    notation normalized away.
 
     Separators handled: comma, plain, thin (U+2009), narrow no-break (U+202F) and
     no-break (U+00A0) spaces, apostrophe, underscore, LaTeX ``{,}`` and ``\\,``.
@@ -60,6 +61,8 @@ def normalize_numerals(text: str) -> str:
         text = _SPACE_GROUPS.sub(lambda m: m.group(0).replace(" ", ""), text)
     if "illion" in text or "thousand" in text:
         text = _MAGNITUDE.sub(_scaled, text)
+    if _SCIENTIFIC_CUE.search(text):
+        text = _SCIENTIFIC.sub(_expanded, text)
     return _FRAC.sub(r"\1/\2", text) if "frac" in text else text
 
 
@@ -71,6 +74,32 @@ _SCALE = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10*
 
 def _scaled(m: re.Match[str]) -> str:
     return canonical(str(Decimal(m.group(1)) * _SCALE[m.group(2).lower()]))
+
+
+_SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺", "0123456789-+")
+_TIMES = r"[ \t]*(?:×|x|\*|·|\\times|\\cdot)[ \t]*"
+_POWER_OF_TEN = (r"10[ \t]*(?:(?:\^|\*\*)[ \t]*(?:\{[ \t]*(?P<braced>[-+]?\d+)[ \t]*\}"
+                 r"|\((?P<paren>[-+]?\d+)\)|(?P<bare>[-+]?\d+))|(?P<sup>[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+))")
+# A number in scientific notation: "2.5e-3", "1.5 × 10^6", "6.02\times10^{23}", "10⁶". Read
+# as one number, not as its mantissa (2.5) or its exponent (a computation's last number).
+_SCIENTIFIC = compile_lazily(
+    rf"(?<![\w.^])(?:(?P<mantissa>\d+(?:\.\d+)?)[eE](?P<e>[-+]?\d+)"
+    rf"|(?:(?P<factor>\d+(?:\.\d+)?){_TIMES})?{_POWER_OF_TEN})(?!\w|\.\d|[ \t]*(?:\^|\*\*))")
+# What _SCIENTIFIC needs: an exponent after a digit, or a power of ten. It starts with
+# the letter or the "10", which the regex engine skips ahead to.
+_SCIENTIFIC_CUE = compile_lazily(r"[eE](?<=\d[eE])[-+]?\d|10[ \t]*(?:\^|\*\*|[⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺])")
+# Exponents beyond this write no number: a reply's "1e999999" must not become a
+# million digits (nor be read as its mantissa).
+_MAX_EXPONENT = 400
+
+
+def _expanded(m: re.Match[str]) -> str:
+    exponent = m.group("e") or m.group("braced") or m.group("paren") or m.group("bare") \
+        or m.group("sup").translate(_SUPERSCRIPT)
+    if abs(int(exponent)) > _MAX_EXPONENT:
+        return "NaN"
+    mantissa = Decimal(m.group("mantissa") or m.group("factor") or "1")
+    return canonical(str(mantissa.scaleb(int(exponent))))
 
 
 def canonical(number: str) -> str:

@@ -73,6 +73,19 @@ def build_postprocessor(cfg: Any) -> BoundPostprocessor | None:
     return BoundPostprocessor(func, dict(kwargs), name, _accepts(func, "test_item"))
 
 
+def reference_form(pred_postprocessor: BoundPostprocessor | None) -> BoundPostprocessor | None:
+    """The reference postprocessor a dataset without a ``dataset_postprocessor`` gets
+    from its ``pred_postprocessor``: one that rewrites the answers it extracts (numbers
+    in one canonical spelling, ``gsm8k``) declares the same rewriting of a reference as
+    its ``reference_form``, so an exact match compares like with like. None otherwise."""
+    if pred_postprocessor is None:
+        return None
+    form = getattr(pred_postprocessor.func, "reference_form", None)
+    if form is None:
+        return None
+    return BoundPostprocessor(form, {}, f"{pred_postprocessor.name} (reference)")
+
+
 def _accepts(func: Callable[..., Any], param: str) -> bool:
     try:
         return param in inspect.signature(func).parameters

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -21,6 +22,8 @@ from ._conclusion import concluded_number, concludes
 from ._lazy_re import compile_lazily
 from ._numeric import (
     NEGATED,
+    NUMBER,
+    canonical,
     hedged,
     normalize_numerals,
     retraction_value,
@@ -139,8 +142,11 @@ def gsm8k_postprocess(text: Any) -> str:
     "Question:"/"Q:"/"Problem:" is cut first (OpenCompass cuts only "Question:").
 
     Unlike OpenCompass, thousands separators of every kind are understood (``1,000``
-    is 1000, not 000), as are full-width digits, the Unicode minus, ``$`` and units;
-    ``18.00`` is ``18``. No number, a truncated reply or unclosed ``<think>`` → ''.
+    is 1000, not 000), as are full-width digits, the Unicode minus, ``$`` and units,
+    and scientific notation (``2.5e-3`` is 0.0025, not 2.5); ``18.00`` is ``18``, and
+    a dataset without a ``dataset_postprocessor`` has its plain-number golds written
+    alike (:func:`number_reference`). No number, a truncated reply or unclosed
+    ``<think>`` → ''.
     """
     reply = prepare(text, unicode="width")
     if not reply:
@@ -170,6 +176,32 @@ def gsm8k_postprocess(text: Any) -> str:
         return ""
     body = _HOURS_MINUTES.sub(_minutes, words_to_digits(body))  # "eighteen", "2 h 20 min"
     return concluded_number(body) or ""
+
+
+def number_reference(value: Any) -> Any:
+    """A reference written as :func:`gsm8k_postprocess` writes an answer, when it is a
+    plain number (``'3.0'`` → ``'3'``, ``'1,000'`` → ``'1000'``, ``2.5`` → ``'2.5'``);
+    any other value as it is.
+
+    The reference side of ``gsm8k_postprocess`` when a dataset sets no
+    ``dataset_postprocessor``: the reply "3.0" is extracted as ``'3'``, so a gold
+    written ``3.0`` must be read the same way for exact match to compare like with like.
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return canonical(repr(value)) if math.isfinite(value) else value
+    if isinstance(value, str):
+        text = normalize_numerals(value.strip())
+        if NUMBER.fullmatch(text):
+            return canonical(text)
+    return value
+
+
+# The reference side of gsm8k_postprocess (see harness.postprocessors.build.reference_form).
+gsm8k_postprocess.reference_form = number_reference  # type: ignore[attr-defined]
 
 
 # "Verification:" alone on a line opens a section that only checks the answer above it.
