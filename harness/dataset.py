@@ -20,6 +20,7 @@ from .json_encode import loads, lone_surrogate_in
 
 _RANGE = re.compile(r"^\s*\[?\s*(\d*)\s*:\s*(\d*)\s*\]?\s*$")
 _FIELD_END = re.compile(r"[,\r\n]")  # where a field without quotes ends
+_NO_FIELD_LIMIT = 2**31 - 1  # csv's field limit is a C long: 32 bits on Windows
 
 
 class CustomDataset:
@@ -78,18 +79,19 @@ class CustomDataset:
             # quote into one field, and several records would be read as one.
             reader = csv.reader(_LineFeed(lines), strict=True)
             end = 0  # the last line of the record before
+            records = _unlimited(reader)
             header: list[str] | None = None
             try:
-                header = next(reader, None)
+                header = next(records, None)
                 if header is None:
                     return
                 _check_header(header, self.path)
                 end = reader.line_num
-                for values in reader:
+                for values in records:
                     start, end = end + 1, reader.line_num
                     if values:  # not a blank line
                         yield start, self._csv_row(header, values, start)
-            except csv.Error as exc:  # a broken quote, an unquoted line break, a huge field
+            except csv.Error as exc:  # a broken quote, an unquoted line break
                 raise self._csv_error(exc, end + 1, reader.line_num, header) from exc
 
     def _csv_row(self, header: list[str], values: list[str], line: int) -> dict[str, Any]:
@@ -149,6 +151,24 @@ class CustomDataset:
                 raise DatasetError(f"item {i} is not an object", path=str(self.path))
             _whole_characters(row, self.path, i + 1)
             yield i + 1, row
+
+
+def _unlimited(reader: Iterator[list[str]]) -> Iterator[list[str]]:
+    """``reader``'s records, each parsed without csv's field size limit (131,072
+    characters; a long document is a valid field, as it is a valid JSONL value).
+
+    The limit is process-wide: it is lifted only while a record is parsed, so whatever
+    else in the process reads CSV keeps its own between the records a run reads.
+    """
+    while True:
+        previous = csv.field_size_limit(_NO_FIELD_LIMIT)
+        try:
+            values = next(reader, None)
+        finally:
+            csv.field_size_limit(previous)
+        if values is None:
+            return
+        yield values
 
 
 def _check_header(names: list[str], path: Path) -> None:

@@ -47,3 +47,14 @@ async def test_csv_stray_quote_exits_2_and_keeps_the_stored_run(server, tmp_path
             b"closes on line 5") in result.stderr
     assert server.stats.total == before
     assert stored_predictions(tmp_path / "w") == 5
+
+
+async def test_csv_field_over_csv_default_limit_runs(server, tmp_path):
+    # It was refused: "malformed CSV: field larger than field limit (131072)", exit 2.
+    data = tmp_path / "a.csv"
+    long = "What is 1 + 2? " + "Think it over. " * 10_000
+    data.write_text(ARITH_CSV + f'"{long}",#### 3\n')
+    result = await run_cli(write_config(tmp_path / "cfg.py", data), tmp_path / "w",
+                           server.base_url)
+    assert result.returncode == 0, result.stderr.decode()
+    assert stored_predictions(tmp_path / "w") == 6

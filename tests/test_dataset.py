@@ -146,3 +146,21 @@ def test_a_utf8_bom_is_read_in_every_format(tmp_path, name):
 def test_json_error_after_a_bom_names_its_line(tmp_path):
     with pytest.raises(DatasetError, match=r"d\.json:2: malformed JSON"):
         rows(written(tmp_path, "d.json", b'\xef\xbb\xbf[{"q": 1},\n {"q": }]'))
+
+
+def test_csv_field_longer_than_csv_default_limit_reads(tmp_path):
+    # csv's default limit is 131,072 characters: a long document is valid CSV, as it is
+    # a valid JSONL line.
+    big = "lorem ipsum " * 20_000
+    data = written(tmp_path, "d.csv", f'q,a\n"{big}",1\nx,2\n'.encode())
+    assert rows(data) == [(2, {"q": big, "a": "1"}), (3, {"q": "x", "a": "2"})]
+
+
+def test_reading_csv_leaves_the_process_csv_field_limit_alone(tmp_path):
+    import csv
+
+    before = csv.field_size_limit()
+    reader = CustomDataset(written(tmp_path, "d.csv", b"q,a\nx,1\ny,2\n")).rows()
+    next(reader)  # suspended between records, as the run reads them
+    assert csv.field_size_limit() == before
+    reader.close()
