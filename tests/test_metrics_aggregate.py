@@ -56,6 +56,26 @@ def test_pending_samples_give_bounds_not_a_value():
     assert values["f1"].bounds == pytest.approx((100 / 3, 200 / 3))
 
 
+def test_a_corpus_metric_has_no_bounds_while_samples_are_pending():
+    # Replies longer than their references: the brevity penalty is 1 already, so an
+    # empty output for the pending sentence lowers nothing and a wrong one lowers the
+    # precisions: the final BLEU falls below the "all empty" filling, which is no bound.
+    ev = build_evaluator(BLEU)
+    refs = ["the cat sat on the mat", "a dog ran in the park today", "birds sing"]
+    hyps = ["the cat sat on the mat quietly today", "a dog ran in the big park today",
+            "fish swim in the deep blue sea"]
+    rows = [row(ev, 0, hyps[0], refs[0]), row(ev, 1, hyps[1], refs[1]),
+            row(ev, 2, None, refs[2], status="model_error")]
+    final = sacrebleu.corpus_bleu(hyps, [refs]).score
+    as_empty = sacrebleu.corpus_bleu(hyps[:2] + [""], [refs]).score
+    assert final < as_empty  # why the "all empty" filling is not a lower bound
+    values = metric_values(ev, rows)
+    for name in ("bleu", "chrf"):
+        assert values[name].value is None and values[name].bounds is None
+        assert "bounds" not in values[name].to_json()
+        assert values[name].cell() == "no value"
+
+
 def test_accuracy_default_is_the_wilson_interval():
     ev = build_evaluator(dict(type="AccEvaluator"))
     rows = [{"index": i, "replica": 0, "status": "ok", "correct": i < 7, "reference": "A"}

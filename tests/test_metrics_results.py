@@ -108,26 +108,19 @@ def fail_some(body: dict, attempt: int) -> Fault | None:
     return Fault("bad_request") if source_of(body) in FAILED else None
 
 
-async def test_incomplete_ntrex_run_gives_bounds_and_no_value(tmp_path):
+async def test_incomplete_ntrex_run_gives_no_value_and_no_bounds(tmp_path):
+    # BLEU and chrF are not monotone in one sentence's output: no filling of the pending
+    # sentences bounds the final value (test_metrics_aggregate), so none is shown.
     report = await run_ntrex(tmp_path / "w", faults=fail_some)
     data = results_json(tmp_path / "w", "ntrex128_en-de")
     assert data["complete"] is False and data["pending_counts"] == {"model_error": 5}
-    rows = details(tmp_path / "w", "ntrex128_en-de")
-    ok = [r for r in rows if r["status"] == "ok"]
-    pending = [r for r in rows if r["status"] == "model_error"]
-    for name, corpus in (("bleu", sacrebleu.corpus_bleu), ("chrf", sacrebleu.corpus_chrf)):
+    for name in ("bleu", "chrf"):
         metric = data["metrics"][name]
         assert metric["value"] is None and metric["ci95"] is None
-        # Pending sentences as empty outputs … as their references.
-        hyps = [r["prediction"] for r in ok]
-        refs = [r["reference"] for r in ok] + [r["reference"] for r in pending]
-        low = corpus(hyps + [""] * len(pending), [refs]).score
-        high = corpus(hyps + [r["reference"] for r in pending], [refs]).score
-        assert metric["bounds"] == pytest.approx([low, high], abs=1e-4)
+        assert "bounds" not in metric
     line = report.table().splitlines()[2]
-    assert "INCOMPLETE bleu" in line and "pending: 5 model_error" in line
-    low, high = data["metrics"]["bleu"]["bounds"]
-    assert f"bleu {low:.2f}..{high:.2f}" in line
+    assert "INCOMPLETE bleu no value, chrf no value (45/50 scored; pending: 5 model_error)" \
+        in line
 
 
 async def test_compare_of_two_ntrex_runs_gives_a_paired_bleu_interval(tmp_path):

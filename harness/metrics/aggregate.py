@@ -8,8 +8,11 @@ and returns one ``MetricValue`` per metric of ``evaluator.statistics()``, primar
   which never reach the evaluator) counts as an empty prediction: BLEU gets its
   reference length and no matches, EM and F1 get 0, accuracy counts it wrong.
 * A pending sample (model error, judge error …) is never folded into either side:
-  the value is ``None`` and ``bounds`` spans every pending sample as an empty
-  prediction … as its own reference (for accuracy: all wrong … all right).
+  the value is ``None``, and for a proportion or a mean ``bounds`` spans every pending
+  sample as an empty prediction … as its own reference (for accuracy: all wrong … all
+  right). A corpus metric (BLEU, chrF) has no bounds: it is not monotone in one
+  sample's output (an empty or a wrong reply can raise it, when the others are longer
+  than their references), so those two fillings do not enclose its final value.
 * Replicas of one sample are summed into one row before resampling, so the interval
   reflects the number of distinct samples, not of replicas.
 """
@@ -130,7 +133,8 @@ class MetricSums:
 
     def values(self, resamples: int = RESAMPLES, seed: int = SEED) -> dict[str, MetricValue]:
         """Every metric, primary first: a value and 95% interval when nothing is
-        pending, else ``bounds`` (pending samples all empty … all perfect)."""
+        pending, else ``bounds`` (pending samples all empty … all perfect; none for a
+        corpus metric)."""
         if self._cache is not None and self._cache[0] == self.n:
             return dict(self._cache[1])
         out: dict[str, MetricValue] = {}
@@ -140,11 +144,14 @@ class MetricSums:
                 value, ci = stat.measure(rows, resamples, seed)
                 out[stat.name] = MetricValue(stat.name, value, ci, (stat.key,), self.n)
                 continue
-            worst, best = self._worst[i], self._best[i]
-            assert worst is not None and best is not None  # set with the first pending
-            low, high = stat.scores_of([*rows, worst]), stat.scores_of([*rows, best])
+            bounds = None
+            if stat.kind != "corpus":  # see the module docstring
+                worst, best = self._worst[i], self._best[i]
+                assert worst is not None and best is not None  # set with the first pending
+                low, high = stat.scores_of([*rows, worst]), stat.scores_of([*rows, best])
+                bounds = (min(low, high), max(low, high))
             out[stat.name] = MetricValue(stat.name, None, None, (stat.key,), self.n,
-                                         bounds=(min(low, high), max(low, high)))
+                                         bounds=bounds)
         self._cache = (self.n, out)
         return dict(out)
 

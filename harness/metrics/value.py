@@ -18,7 +18,9 @@ class MetricValue:
 
     ``value`` is ``None`` while samples are pending (a failed model call, say): then
     ``bounds`` gives the range the value lies in (every pending sample as an empty
-    prediction … every pending sample equal to its reference), as accuracy bounds do.
+    prediction … every pending sample equal to its reference), as accuracy bounds do,
+    for a proportion or a mean; a corpus metric (BLEU, chrF) has none (see
+    ``harness.metrics.aggregate``).
     ``ci95`` is the 95% interval (Wilson for 0/1 judgements, a seeded percentile
     bootstrap over samples otherwise), ``None`` when it cannot be computed.
     ``sample_keys`` names the per-sample detail fields the value is computed from, so
@@ -50,9 +52,12 @@ class MetricValue:
                    as_pair(data.get("bounds")))
 
     def cell(self) -> str:
-        """A summary-table cell: ``27.31 [25.10, 29.40]``, or the bounds when pending."""
+        """A summary-table cell: ``27.31 [25.10, 29.40]``, or the bounds when pending
+        (``no value`` for a metric without bounds)."""
         if self.value is None:
-            return "—" if self.bounds is None else f"{self.bounds[0]:.2f}..{self.bounds[1]:.2f}"
+            if self.bounds is None:
+                return "no value"
+            return f"{self.bounds[0]:.2f}..{self.bounds[1]:.2f}"
         if self.ci95 is None:
             return f"{self.value:.2f}"
         return f"{self.value:.2f} [{self.ci95[0]:.2f}, {self.ci95[1]:.2f}]"

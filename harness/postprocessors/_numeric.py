@@ -1,8 +1,9 @@
 """Reading numbers the way people write them: separators, signs, decimals, words.
 
 :func:`normalize_numerals` rewrites a text so that every number is plain ASCII with
-no thousands separator and no exponent (``2.5e-3``, ``1.5 × 10^6``); :func:`canonical` then gives one spelling per value
-(``18.00`` → ``18``, ``-0`` → ``0``, ``.5`` → ``0.5``), used for predictions and golds.
+no thousands separator and no exponent (``2.5e-3``, ``1.5 × 10^6``); :func:`canonical`
+then gives one spelling per value (``18.00`` → ``18``, ``-0`` → ``0``, ``.5`` →
+``0.5``), used for predictions and golds.
 """
 
 from __future__ import annotations

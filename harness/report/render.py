@@ -166,6 +166,9 @@ def _metric_cell(s: dict[str, Any], counts: str) -> str:
             low, high = m["bounds"]
             parts.append(f'<div><span class="{cls} bad">{escape(name)} incomplete: '
                          f"{low:.2f}–{high:.2f}</span></div>")
+        elif s.get("pending"):  # a corpus metric has no bounds while samples are pending
+            parts.append(f'<div><span class="{cls} bad">{escape(name)} incomplete: '
+                         "no value</span></div>")
     scored = f'{s.get("scored", 0)} / {s.get("total", 0)} scored'
     if s.get("pending"):
         scored += f' · <span class="bad">{s["pending"]} pending</span>'
