@@ -82,6 +82,19 @@ async def test_a_humaneval_solution_that_raises_names_the_exception():
     assert detail["failed_assertion"].startswith("assert candidate(")  # the first test
 
 
+@pytest.mark.parametrize("demo", [
+    "    import unittest\n    unittest.main()\n",
+    "    print(has_close_elements(list(map(float, input().split())), 0.5))\n"],
+    ids=["unittest.main", "input"])
+async def test_a_correct_reply_with_a_main_guarded_demo_passes(demo):
+    # HumanEval's check_correctness runs exec(program, {}): the guarded block never runs.
+    row = HUMANEVAL[0]
+    reply = (f"```python\n{row['prompt']}{row['canonical_solution']}\n"
+             f"if __name__ == '__main__':\n{demo}```")
+    detail = await HumanEvalEvaluator().ascore_sample(reply, 0, row)
+    assert (detail["correct"], detail["outcome"]) == (True, "passed")
+
+
 async def test_a_solution_that_loops_forever_is_a_timeout():
     row = HUMANEVAL[0]
     evaluator = HumanEvalEvaluator(limits=dict(wall_time=2, cpu_time=1))
@@ -146,3 +159,14 @@ def test_the_execution_key_changes_with_program_tests_and_limits():
     assert a.execution_key(program, row) != a.execution_key(program + "\n", row)
     other = {**row, "test": row["test"] + "\n    assert True\n"}
     assert a.execution_key(program, row) != a.execution_key(program, other)
+
+
+def test_the_execution_key_changes_with_how_the_program_is_run(monkeypatch):
+    # Outcomes stored while programs ran as __main__ (a guarded demo ran) are not reused.
+    from harness.evaluators import code
+
+    row, evaluator = HUMANEVAL[0], HumanEvalEvaluator()
+    program = evaluator.program("    return False\n", row)
+    before = evaluator.execution_key(program, row)
+    monkeypatch.setattr(code, "RUNNER", code.RUNNER.replace('"program"', '"__main__"'))
+    assert evaluator.execution_key(program, row) != before

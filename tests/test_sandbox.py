@@ -4,6 +4,8 @@ told apart from a failing program."""
 from __future__ import annotations
 
 import logging
+import re
+from pathlib import Path
 
 import anyio
 import pytest
@@ -22,6 +24,23 @@ async def test_a_failing_assertion_is_a_failure_with_the_traceback_in_stderr():
     run = await run_program("assert 1 + 1 == 3, 'arithmetic is broken'")
     assert run.outcome == "failed" and run.exit_code == 1
     assert "AssertionError: arithmetic is broken" in run.stderr
+
+
+async def test_a_main_guarded_block_does_not_run():
+    # As in HumanEval's and OpenCompass's references, which exec the program: a reply's
+    # demo under the guard (unittest.main(), input()) must not decide its outcome.
+    run = await run_program("if __name__ == '__main__':\n    raise SystemExit(3)\n"
+                            "print(__name__)")
+    assert (run.outcome, run.stdout) == ("passed", "program\n")
+
+
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
+async def test_a_traceback_shows_only_the_programs_lines(sandbox):
+    run = await run_program("def f():\n    return 1 / 0\n\nf()\n", sandbox=sandbox)
+    frames = re.findall(r'File "([^"]*)", line (\d+)', run.stderr)
+    assert [(Path(name).name, line) for name, line in frames] == [("program.py", "4"),
+                                                                  ("program.py", "2")]
+    assert "return 1 / 0" in run.stderr and "ZeroDivisionError" in run.stderr
 
 
 async def test_a_non_zero_exit_is_a_failure_naming_the_status():

@@ -27,6 +27,7 @@ from ..errors import ConfigError
 from ..keys import content_key
 from ..postprocessors.code import humaneval_postprocess_v2
 from ..sandbox import Execution, Limits, run_program
+from ..sandbox.launcher import RUNNER
 from ..sandbox.run import check, choose
 from .base import EVALUATORS, BaseEvaluator
 
@@ -102,10 +103,11 @@ class CodeEvaluator(BaseEvaluator):
 
     def execution_key(self, program: str, row: Mapping[str, Any]) -> str:
         """What decides an execution's outcome: the program, the tests, the limits, the
-        sandbox kind and the Python that runs it (a newer one may pass or fail otherwise)."""
+        sandbox kind, the Python that runs it (a newer one may pass or fail otherwise)
+        and how it runs it (``RUNNER``: as ``__main__`` a guarded block ran)."""
         return content_key("execution", program=program, tests=self.tests(row),
                            limits=self.limits.as_key(), sandbox=self.sandbox,
-                           python=platform.python_version(), done=_DONE)
+                           python=platform.python_version(), done=_DONE, runner=RUNNER)
 
     async def ascore_sample(self, prediction: Any, reference: Any,
                             test_item: Mapping[str, Any] | None = None,

@@ -4,7 +4,8 @@
 
     run_program(source, Limits(...)) ─▶ bwrap (new namespaces, read-only system,
                                         private tmpfs) ─▶ launcher (uid, rlimits)
-                                        ─▶ python program.py ─▶ Execution
+                                        ─▶ python: program.py as module
+                                        'program' (not __main__) ─▶ Execution
 
 ``resolve`` refuses (``SandboxUnavailable``) where bwrap cannot sandbox, unless the
 caller opted in to ``sandbox='none'``.

@@ -1,4 +1,5 @@
-"""The first process inside the sandbox: drop privileges, set limits, exec the program.
+"""The first process inside the sandbox: drop privileges, set limits, exec the program
+(Python running ``RUNNER``, which runs ``program.py`` as a module named ``program``).
 
 Run as ``python -I -S launcher.py STATUS_FD CONFIG_JSON`` with the program's source on
 stdin. It runs before any untrusted code and imports only the standard library; it
@@ -17,6 +18,26 @@ import sys
 
 _CLONE_NEWUSER = 0x10000000
 _PR_SET_DUMPABLE = 4
+
+#: What the interpreter runs (``-c``) instead of ``python program.py``: the program as
+#: a module named ``program``, not ``__main__``, as HumanEval's and OpenCompass's
+#: references ``exec`` it, so a reply's ``if __name__ == "__main__":`` block stays
+#: unrun. Uncaught exceptions are shown from the program's first frame, as before.
+RUNNER = """\
+import os, sys
+def _hook(kind, value, tb, _show=sys.excepthook, _runner=globals()):
+    if tb is not None and tb.tb_frame.f_globals is _runner:
+        value = value.with_traceback(tb.tb_next)
+    _show(kind, value, value.__traceback__)
+sys.excepthook = _hook
+sys.argv = sys.argv[1:]
+program = type(sys)("program")
+program.__file__ = os.path.abspath(sys.argv[0])
+sys.modules["program"] = program
+with open(program.__file__, "rb") as source:
+    code = compile(source.read(), program.__file__, "exec", dont_inherit=True)
+exec(code, program.__dict__)
+"""
 
 
 def _limit(which: int, value: int) -> None:
@@ -73,7 +94,7 @@ def main() -> None:
     os.write(status_fd, b"exec\n")
     python = cfg["python"]
     try:
-        os.execv(python, [python, "-I", "-S", "-B", "program.py"])
+        os.execv(python, [python, "-I", "-S", "-B", "-c", RUNNER, "program.py"])
     except OSError as exc:  # the sandbox cannot run Python: not the program's failure
         os.write(status_fd, f"fail {exc}\n".encode())
         raise
