@@ -1,9 +1,13 @@
 """``python -m harness compare A B``: which samples changed verdict between two runs.
 
 Runs are compared per (model, dataset) present in both work directories, sample by
-sample: rows are matched by ``(index, replica)`` from the details JSONL, and only
-samples scored in both runs count (a model error in either is left out and counted
-as unmatched).
+sample. Samples are paired by what was asked, the prompt in their details rows (and
+their reference), never by row position: a row added to or removed from the data file
+between the runs moves the others' indices, not their pairing. A prompt template
+changed on purpose leaves no prompt in common; the rows are then paired by index only
+where the references show them to be the same rows, and otherwise not compared
+(``harness.report.pairing``). Samples in one run only are left out and listed, and so
+are rows not scored in both runs (a model error in either).
 
 **The interval is paired.** Both runs score the same samples, so only the samples that
 changed verdict carry the difference: with ``both`` samples right in both runs,
@@ -45,6 +49,7 @@ from typing import Any
 from .errors import HarnessError
 from .paths import details_path
 from .records import SCORED_STATUSES
+from .report.pairing import Pairing, RowKey, pair_details, pairing_header, pairing_notes
 from .report.workdir import iter_details, load_summaries
 from .results import wilson_bounds
 from .summary import PRIMARY_METRIC, ResultSummary
@@ -74,10 +79,10 @@ def paired_interval(fixed: int, broken: int, both: int, n: int) -> list[float] |
     return [round(100 * low, 4), round(100 * high, 4)]
 
 
-def load_verdicts(path: Path) -> dict[tuple[Any, Any], tuple[Any, bool]]:
+def load_verdicts(path: Path) -> dict[RowKey, tuple[Any, bool]]:
     """``(index, replica) → (extracted answer, correct)`` for the scored rows of a file
     (keys as the file holds them: a hand-edited row may lack either)."""
-    out: dict[tuple[Any, Any], tuple[Any, bool]] = {}
+    out: dict[RowKey, tuple[Any, bool]] = {}
     if not path.is_file():
         return out
     for _, row in iter_details(path):
@@ -89,26 +94,29 @@ def load_verdicts(path: Path) -> dict[tuple[Any, Any], tuple[Any, bool]]:
     return out
 
 
-def compare_verdicts(a: dict[tuple[Any, Any], tuple[Any, bool]],
-                     b: dict[tuple[Any, Any], tuple[Any, bool]]) -> dict[str, Any]:
-    """Counts, changed samples, accuracies and the paired difference of two runs."""
-    keys = sorted(a.keys() & b.keys(),
-                  key=lambda k: tuple(x if isinstance(x, int) else -1 for x in k))
+def compare_verdicts(a: dict[RowKey, tuple[Any, bool]], b: dict[RowKey, tuple[Any, bool]],
+                     rows: dict[RowKey, RowKey] | None = None) -> dict[str, Any]:
+    """Counts, changed samples, accuracies and the paired difference of two runs;
+    ``rows`` maps A's rows to B's (``Pairing.rows``; ``None``: the keys of ``a`` and
+    ``b`` already name the same samples)."""
+    pairs = sorted(((k, k if rows is None else rows.get(k)) for k in a),
+                   key=lambda kk: tuple(x if isinstance(x, int) else -1 for x in kk[0]))
+    both = [(k, kb) for k, kb in pairs if kb is not None and kb in b]
     changed = []
     fixed = broken = correct_a = correct_b = 0
-    for key in keys:
-        (pred_a, ok_a), (pred_b, ok_b) = a[key], b[key]
+    by_sample: dict[Any, list[int]] = {}
+    for key, key_b in both:
+        (pred_a, ok_a), (pred_b, ok_b) = a[key], b[key_b]
         correct_a += ok_a
         correct_b += ok_b
+        by_sample.setdefault(key[0], []).append(ok_b - ok_a)
         if ok_a != ok_b:
             fixed += ok_b
             broken += ok_a
-            changed.append({"index": key[0], "replica": key[1], "a_pred": pred_a,
-                            "a_correct": ok_a, "b_pred": pred_b, "b_correct": ok_b})
-    n = len(keys)
-    by_sample: dict[Any, list[int]] = {}
-    for key in keys:
-        by_sample.setdefault(key[0], []).append(b[key][1] - a[key][1])
+            changed.append({"index": key[0], "replica": key[1], "b_index": key_b[0],
+                            "a_pred": pred_a, "a_correct": ok_a, "b_pred": pred_b,
+                            "b_correct": ok_b})
+    n = len(both)
     replicated = len(by_sample) < n
     return {
         "paired": n, "unmatched_a": len(a) - n, "unmatched_b": len(b) - n,
@@ -155,7 +163,9 @@ def compare_dirs(work_a: str | Path, work_b: str | Path) -> dict[str, Any]:
     pairs = []
     for model, dataset in sorted(summaries_a.keys() & summaries_b.keys()):
         path_a, path_b = details_path(work_a, model, dataset), details_path(work_b, model, dataset)
-        result = compare_verdicts(load_verdicts(path_a), load_verdicts(path_b))
+        pairing = pair_details(path_a, path_b)
+        result = compare_verdicts(load_verdicts(path_a), load_verdicts(path_b), pairing.rows)
+        result["pairing"] = pairing.to_json()
         summary_a, summary = summaries_a[(model, dataset)], summaries_b[(model, dataset)]
         if summary.primary_metric != PRIMARY_METRIC and summary.evaluator:
             scoring_a = (summary_a.evaluator, dict(summary_a.evaluator_options or {}))
@@ -167,7 +177,7 @@ def compare_dirs(work_a: str | Path, work_b: str | Path) -> dict[str, Any]:
                     f"A was scored by {_scoring(*scoring_a)}, B by {_scoring(*scoring_b)}")
             else:
                 result.update(compare_metrics(summary.evaluator, summary.primary_metric,
-                                              path_a, path_b, scoring_b[1]))
+                                              path_a, path_b, pairing, scoring_b[1]))
         # An incomplete run has no result of its own to compare: only its scored samples.
         result["pending_a"] = dict(summary_a.pending_counts) if not summary_a.complete else {}
         result["pending_b"] = dict(summary.pending_counts) if not summary.complete else {}
@@ -184,26 +194,33 @@ def _scoring(evaluator: str | None, options: Mapping[str, Any]) -> str:
 
 
 def compare_metrics(evaluator_name: str, primary: str, path_a: Path, path_b: Path,
-                    options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                    pairing: Pairing, options: Mapping[str, Any] | None = None
+                    ) -> dict[str, Any]:
     """Every metric of the evaluator in both runs, with the paired bootstrap interval of
     B − A: ``{"primary_metric", "paired", "unmatched_a", "unmatched_b", "metrics"}``.
-    ``options`` are the evaluator's ``metric_options`` in both runs (its results'
-    ``evaluator_options``), so samples without metric fields are scored as the runs
-    scored theirs."""
+    ``pairing`` says which rows are the same samples; ``options`` are the evaluator's
+    ``metric_options`` in both runs (its results' ``evaluator_options``), so samples
+    without metric fields are scored as the runs scored theirs."""
     from .evaluators import build_evaluator
     from .metrics.paired import paired_differences
 
     evaluator = build_evaluator({"type": evaluator_name, **(options or {})})
     keys = {stat.key for stat in evaluator.statistics()}
+    rows = pairing.rows
     rows_a, rows_b = _metric_rows(path_a, keys), _metric_rows(path_b, keys)
+    scored_a = {(r["index"], r["replica"]) for r in rows_a if r["status"] in SCORED_STATUSES}
+    scored_b = {(r["index"], r["replica"]) for r in rows_b if r["status"] in SCORED_STATUSES}
+    paired = sum(rows.get(key) in scored_b for key in scored_a)
+    # B's rows under the keys of the A rows they pair with (the rest left out), as
+    # ``paired_differences`` matches rows by key.
+    of_b = {b: a for a, b in rows.items()}
+    rows_b = [{**r, "index": a[0], "replica": a[1]} for r in rows_b
+              if (a := of_b.get((r["index"], r["replica"]))) is not None]
     try:
         diffs = paired_differences(evaluator, rows_a, rows_b)
     except (TypeError, ValueError, IndexError) as exc:
         raise HarnessError(f"{path_a} and {path_b}: the per-sample fields of "
                          f"{', '.join(sorted(keys))} are not {evaluator_name}'s: {exc}") from exc
-    scored_a = {(r["index"], r["replica"]) for r in rows_a if r["status"] in SCORED_STATUSES}
-    scored_b = {(r["index"], r["replica"]) for r in rows_b if r["status"] in SCORED_STATUSES}
-    paired = len(scored_a & scored_b)
     return {"primary_metric": primary, "paired": paired,
             "unmatched_a": len(scored_a) - paired, "unmatched_b": len(scored_b) - paired,
             "metrics": {name: d.to_json() for name, d in diffs.items()}}
@@ -231,12 +248,14 @@ def format_text(result: dict[str, Any], max_changed: int = 200) -> str:
     if not result["pairs"]:
         lines.append("no (model, dataset) has results in both work directories")
     for p in result["pairs"]:
-        lines += ["", f"{p['model']} / {p['dataset']}: {p['paired']} samples paired by "
-                  "(index, replica)"]
+        lines += ["", f"{p['model']} / {p['dataset']}: " + pairing_header(p["pairing"])]
+        if not p["pairing"]["by"]:
+            continue  # nothing is the same sample in both runs: no figure to give
+        lines += pairing_notes(p["pairing"])
         unmatched = p["unmatched_a"] + p["unmatched_b"]
         if unmatched:
-            lines.append(f"  left out: {p['unmatched_a']} scored only in A, "
-                         f"{p['unmatched_b']} scored only in B")
+            lines.append(f"  rows scored in one run only (left out): {p['unmatched_a']} "
+                         f"in A, {p['unmatched_b']} in B")
         for side in ("a", "b"):
             if pending := p.get(f"pending_{side}"):
                 lines.append(f"  {side.upper()} is INCOMPLETE (pending: "
@@ -260,21 +279,24 @@ def format_text(result: dict[str, Any], max_changed: int = 200) -> str:
         lines.append(f"  accuracy A {p['accuracy_a']:.2f}%  B {p['accuracy_b']:.2f}%  "
                      f"difference {p['difference']:+.2f} points ({ci_text}, paired)")
         lines.append(f"  fixed {p['fixed']}  broken {p['broken']}  unchanged {p['unchanged']}")
-        lines += _changed_table(p["changed"], max_changed)
+        lines += _changed_table(p["changed"], max_changed, bool(p["pairing"]["moved"]))
     for side in ("a", "b"):
         if result[f"only_in_{side}"]:
             lines.append(f"\nonly in {side.upper()}: {', '.join(result[f'only_in_{side}'])}")
     return "\n".join(lines)
 
 
-def _changed_table(changed: list[dict[str, Any]], max_changed: int) -> list[str]:
+def _changed_table(changed: list[dict[str, Any]], max_changed: int,
+                   moved: bool) -> list[str]:
     if not changed:
         return []
     shown = changed if max_changed <= 0 else changed[:max_changed]
-    rows = [["index", "replica", "A answer", "A", "B answer", "B"]]
+    rows = [["index", *(["B index"] if moved else []), "replica", "A answer", "A",
+             "B answer", "B"]]
     for c in shown:
-        rows.append([str(c["index"]), str(c["replica"]), _short(c["a_pred"]),
-                     _mark(c["a_correct"]), _short(c["b_pred"]), _mark(c["b_correct"])])
+        rows.append([str(c["index"]), *([str(c["b_index"])] if moved else []),
+                     str(c["replica"]), _short(c["a_pred"]), _mark(c["a_correct"]),
+                     _short(c["b_pred"]), _mark(c["b_correct"])])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = ["  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
            for r in rows]

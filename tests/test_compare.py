@@ -83,10 +83,10 @@ def test_changed_samples_are_the_fixed_and_broken_ones(two_runs):
     assert (pair["model"], pair["dataset"]) == ("fake", "arith")
     changed = {c["index"]: c for c in pair["changed"]}
     assert sorted(changed) == sorted(FIXED + BROKEN)
-    assert changed[1] == {"index": 1, "replica": 0, "a_pred": "2", "a_correct": False,
-                          "b_pred": "3", "b_correct": True}
-    assert changed[2] == {"index": 2, "replica": 0, "a_pred": "5", "a_correct": True,
-                          "b_pred": "2", "b_correct": False}
+    assert changed[1] == {"index": 1, "replica": 0, "b_index": 1, "a_pred": "2",
+                          "a_correct": False, "b_pred": "3", "b_correct": True}
+    assert changed[2] == {"index": 2, "replica": 0, "b_index": 2, "a_pred": "5",
+                          "a_correct": True, "b_pred": "2", "b_correct": False}
 
 
 def test_counts_difference_and_paired_interval(two_runs):
@@ -146,7 +146,7 @@ def test_replicas_are_matched_separately():
 
 def test_text_output_lists_changes(two_runs):
     text = format_text(compare_dirs(*two_runs))
-    assert "fake / arith: 20 samples paired by (index, replica)" in text
+    assert "fake / arith: 20 samples paired by prompt" in text
     assert "difference +10.00 points (95% CI -17.76 to +35.63, paired)" in text
     assert "fixed 5  broken 3  unchanged 12" in text
     assert len([line for line in text.splitlines() if line.endswith(("right", "wrong"))]) == 8
