@@ -321,9 +321,20 @@ _PENDING_ADVICE = {
 }
 
 
+#: What to do about a PPL sample no rerun can decide (``UNDECIDABLE_CAUSE``).
+_UNDECIDABLE_ADVICE = ("the stored next-token list leaves the candidates undecided, and a "
+                       "rerun reads the same list: raise the PPLInferencer's top_logprobs "
+                       "(up to 20), or use method='echo' on a /completions endpoint that "
+                       "offers echo")
+
+
 def _pending_lines(summaries: list[ResultSummary]) -> list[str]:
     """The run's pending samples grouped by cause (``model_error: 12 × connection refused
     after 6 attempts``), then what to do about each kind."""
+    from .ppl.choice import UNDECIDABLE_CAUSE
+
+    # A cause no rerun clears has its own advice, instead of its status's.
+    cause_advice = {UNDECIDABLE_CAUSE: _UNDECIDABLE_ADVICE}
     causes: dict[tuple[str, str], int] = {}
     for s in summaries:
         for item in s.pending_causes:
@@ -331,9 +342,11 @@ def _pending_lines(summaries: list[ResultSummary]) -> list[str]:
             causes[key] = causes.get(key, 0) + item.count
     lines = [f"{status}: {n} × {cause}"
              for (status, cause), n in sorted(causes.items(), key=lambda kv: -kv[1])]
-    statuses = sorted({status for status, _ in causes})
+    statuses = sorted({status for status, cause in causes if cause not in cause_advice})
     lines += [f"{status}: {_PENDING_ADVICE.get(status, 'see the details')}"
               for status in statuses]
+    lines += [f"{status}: {cause_advice[cause]}"
+              for status, cause in sorted(causes) if cause in cause_advice]
     if any(cause.startswith("timed out") for _, cause in causes):
         lines.append("timed out: the endpoint may be overloaded rather than down: try a "
                      "longer --timeout or a lower -c (for a judge: its timeout or "

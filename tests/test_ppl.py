@@ -269,6 +269,26 @@ async def test_no_listed_candidate_leaves_the_sample_pending_with_its_cause(tmp_
     assert row["ppl"]["candidates"]["A"]["logprob"] is None
 
 
+async def test_an_undecidable_sample_gets_advice_a_rerun_cannot_undo(tmp_path):
+    # A rerun reads the same stored top list: "run the same command again" would leave
+    # the sample pending for ever, so the CLI names the settings that can decide it.
+    write_mc(tmp_path / "mc.jsonl", 2)
+    scorer = Scorer(vocabulary=(" The", "\n"))
+    async with FakeOpenAI(scorer=scorer) as srv:
+        cfg = mc_config(tmp_path / "cfg.py", srv.base_url,
+                        inferencer="dict(type=PPLInferencer, method='next_token')")
+        runs, requests = [], []
+        for _ in range(2):
+            runs.append(await anyio.run_process(
+                cli("run", str(cfg), "-w", str(tmp_path / "w")), env=env(), check=False))
+            requests.append(srv.stats.total)
+    second = runs[1].stderr.decode()
+    assert runs[1].returncode == 1 and requests[1] == requests[0]  # the rerun asked nothing
+    assert "model_error: 2 × PPL: no candidate decidable from the top_logprobs" in second
+    assert "raise the PPLInferencer's top_logprobs" in second and "method='echo'" in second
+    assert "run the same command again" not in second
+
+
 async def test_a_backend_without_logprobs_stops_before_any_candidate_is_sent(tmp_path):
     write_mc(tmp_path / "mc.jsonl", 5)
     async with FakeOpenAI(scorer=False) as srv:

@@ -21,6 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+#: The cause of a sample whose stored next-token list cannot tell its candidates apart:
+#: a rerun reads the same stored list, so only other PPL settings can decide it.
+UNDECIDABLE_CAUSE = "PPL: no candidate decidable from the top_logprobs"
+
 #: The length normalizations a PPL dataset can rank by.
 Normalization = Literal["sum", "token", "byte"]
 NORMALIZATIONS: tuple[str, ...] = ("sum", "token", "byte")

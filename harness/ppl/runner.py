@@ -29,7 +29,7 @@ from ..prompt import as_text
 from ..records import Completion, Sample
 from ..retry import BadResponse
 from ..stages.calls import Reply, Shared
-from .choice import Likelihood, choose, common_prefix, token_boundary
+from .choice import UNDECIDABLE_CAUSE, Likelihood, choose, common_prefix, token_boundary
 from .probe import UnsupportedLikelihoodError, probe
 from .requests import (
     ECHO_PARAMS,
@@ -268,7 +268,7 @@ class Plan:
         if choice.label is None:
             return Completion(self.sample, "error", error=choice.reason, prompt_tokens=prompt,
                               completion_tokens=done, attempts=attempts, cached=cached,
-                              cause="PPL: no candidate decidable from the top_logprobs",
+                              cause=UNDECIDABLE_CAUSE,
                               details=details)
         return Completion(self.sample, "ok", choice.label, "stop", None, prompt, done,
                           attempts, cached, details=details)
