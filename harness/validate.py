@@ -1,17 +1,20 @@
 """Check datasets before any request is sent, so bad input costs nothing.
 
 Every selected row is read once (a parse pass is far cheaper than a model call): a
-malformed line, a bad byte, a missing column, a null or empty reference (as written,
-or after the ``dataset_postprocessor``), a row whose prompt fields are all empty or an
-empty selection is reported with the file, line and field, and the run never starts. Rows
-without a reference are left out instead where ``reader_cfg`` says
-``skip_missing_reference=True``; :class:`Selection` counts them. The prompt template is
+malformed line, a bad byte, a missing column, a null, NaN or empty reference (as
+written, or after the ``dataset_postprocessor``), a NaN or ±Infinity a prompt would show
+as text, a row whose prompt fields are all empty or an empty selection is reported with
+the file, line and field, and the run never starts. Rows without a reference are left
+out instead where ``reader_cfg`` says ``skip_missing_reference=True``;
+:class:`Selection` counts them. The prompt template is
 checked against the data too: a ``{placeholder}`` that names no input column would
 reach the model as literal text.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -90,6 +93,7 @@ def validate_dataset(spec: DatasetSpec, limit: int | None = None) -> Selection:
     many were skipped."""
     count = skipped = 0
     prompt_columns = _prompt_columns(spec)
+    text_columns = _text_columns(spec, prompt_columns)
     reference_of = _reference_postprocessor(spec)
     for _, line, row in _in_range(spec, limit):
         if count + skipped == 0:
@@ -99,6 +103,7 @@ def validate_dataset(spec: DatasetSpec, limit: int | None = None) -> Selection:
             skipped += 1
             continue
         check_row(spec, row, line)
+        _check_numbers(spec, row, line, text_columns)
         _check_prompt_fields(spec, row, line, prompt_columns)
         if reference_of is not None:
             _check_postprocessed_reference(spec, row, line, reference_of)
@@ -115,7 +120,7 @@ def validate_dataset(spec: DatasetSpec, limit: int | None = None) -> Selection:
 
 def check_row(spec: DatasetSpec, row: Mapping[str, Any], line: int) -> None:
     """Every input column and the output column must be present in ``row``, and the
-    reference must not be null or empty (a row without an answer cannot be scored)."""
+    reference must not be null, NaN or empty (a row without an answer cannot be scored)."""
     for column in (*spec.input_columns, *([spec.output_column] if spec.output_column else [])):
         if column not in row:
             raise DatasetError(f"missing column (the row has: {', '.join(row) or 'nothing'})",
@@ -124,17 +129,37 @@ def check_row(spec: DatasetSpec, row: Mapping[str, Any], line: int) -> None:
         from .ppl.labels import check_label
 
         check_label(spec, row, line)
-    if spec.output_column and missing_reference(row[spec.output_column]):
-        raise DatasetError(f"the reference is empty ({row[spec.output_column]!r}); fix the "
-                           "data, or set skip_missing_reference=True in reader_cfg to leave "
-                           "such rows out", path=str(spec.reader.path), line=line,
-                           field=spec.output_column)
+    if spec.output_column and missing_reference(reference := row[spec.output_column]):
+        what = (f"{json.dumps(reference)}, not a number" if _not_a_number(reference)
+                else f"empty ({reference!r})")
+        raise DatasetError(f"the reference is {what}; fix the data, or set "
+                           "skip_missing_reference=True in reader_cfg to leave such rows out",
+                           path=str(spec.reader.path), line=line, field=spec.output_column)
 
 
 def _prompt_columns(spec: DatasetSpec) -> tuple[str, ...]:
     """The input columns the prompt template fills in."""
     used = set(_placeholders(spec.template.messages))
     return tuple(c for c in spec.input_columns if c in used)
+
+
+def _text_columns(spec: DatasetSpec,
+                  prompt_columns: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """``(column, reader)`` for each column a template writes into text: the prompt's
+    (read by the model) and those only the judge's template names (read by the judge)."""
+    judge = tuple(c for c in _judge_columns(spec) if c not in prompt_columns)
+    return (*((c, "the model") for c in prompt_columns), *((c, "the judge") for c in judge))
+
+
+def _check_numbers(spec: DatasetSpec, row: Mapping[str, Any], line: int,
+                   columns: tuple[tuple[str, str], ...]) -> None:
+    """A NaN or ±Infinity in a field a template writes out is a missing or broken value,
+    as in the reference: its reader would see the text 'nan' or 'inf' in its prompt."""
+    for column, reader in columns:
+        if _not_a_number(value := row.get(column)):
+            raise DatasetError(f"{json.dumps(value)}, not a number: {reader} would read "
+                               f"{str(value)!r} in its prompt; write null for a missing value",
+                               path=str(spec.reader.path), line=line, field=column)
 
 
 def _check_prompt_fields(spec: DatasetSpec, row: Mapping[str, Any], line: int,
@@ -181,10 +206,18 @@ def _check_postprocessed_reference(spec: DatasetSpec, row: Mapping[str, Any], li
 
 
 def missing_reference(value: Any) -> bool:
-    """A reference that cannot be scored against: null, empty or blank text, an empty
-    list, or a list of only such values (the rule that makes a prediction an extraction
-    failure)."""
-    return is_extraction_failure(value)
+    """A reference that cannot be scored against: null, NaN or ±Infinity, empty or blank
+    text, an empty list, or a list of only such values (the rule that makes a prediction
+    an extraction failure, and a number that is none)."""
+    if isinstance(value, (list, tuple)) and value:
+        return all(missing_reference(item) for item in value)
+    return is_extraction_failure(value) or _not_a_number(value)
+
+
+def _not_a_number(value: Any) -> bool:
+    """NaN or ±Infinity: what JSON writers put for a missing value (``json.dumps`` writes
+    pandas' NaN as ``NaN``) or an overflow, never an answer nor text for a prompt."""
+    return isinstance(value, float) and not math.isfinite(value)
 
 
 def _skipped(spec: DatasetSpec, row: Mapping[str, Any]) -> bool:
@@ -207,18 +240,25 @@ def check_judge_placeholders(spec: DatasetSpec, row: Mapping[str, Any]) -> None:
     judge fills in itself (math braces excepted): a preset's ``{problem}`` on a dataset
     whose question is ``question`` would reach the judge as literal text, and the judge
     would grade without the question."""
-    from .evaluators.llm import JUDGE_VALUES, judge_plan
-
-    judge = judge_plan(spec.evaluator)[1]
-    if judge is None:
-        return
-    for name in _placeholders(judge.template.messages):
-        if name not in JUDGE_VALUES and name not in row:
+    for name in _judge_columns(spec):
+        if name not in row:
             raise ConfigError(
                 f"the judge's template uses {{{name}}}, which names no column of "
                 f"{spec.reader.path} (columns: {', '.join(row)}); name the columns to show, "
                 "e.g. judge_template('grader', question='question', answer='answer')",
                 field=f"datasets[{spec.abbr}].eval_cfg.evaluator.prompt_template")
+
+
+def _judge_columns(spec: DatasetSpec) -> tuple[str, ...]:
+    """The names of the ``{name}`` placeholders in the judge's template that name a
+    column of the data rather than what the judge fills in itself; none without a judge."""
+    from .evaluators.llm import JUDGE_VALUES, judge_plan
+
+    judge = judge_plan(spec.evaluator)[1]
+    if judge is None:
+        return ()
+    return tuple(dict.fromkeys(n for n in _placeholders(judge.template.messages)
+                               if n not in JUDGE_VALUES))
 
 
 def _placeholders(messages: Iterable[Mapping[str, str]]) -> Iterator[str]:
