@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ConfigError
 from ..metrics.text import best_over_references, exact_match, token_f1
 from .base import EVALUATORS, BaseEvaluator
 
@@ -34,6 +35,14 @@ def _references(reference: Any) -> list[str]:
     return [] if reference is None else [_text(reference)]
 
 
+def _switch(value: Any, field: str) -> bool:
+    """``value`` if it is True or False; anything else is a ``ConfigError`` naming
+    ``field`` (read with ``bool()``, ``'no'`` and ``'false'`` switched it on)."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"must be True or False, not {value!r}", field=field)
+    return value
+
+
 @EVALUATORS.register("BleuEvaluator")
 class BleuEvaluator(BaseEvaluator):
     """sacrebleu BLEU (primary) and chrF, as corpus scores over all outputs.
@@ -50,8 +59,13 @@ class BleuEvaluator(BaseEvaluator):
     def __init__(self, tokenize: str | None = None, lowercase: bool = False,
                  chrf_word_order: int = 0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-
-        self._options = {"tokenize": tokenize, "lowercase": bool(lowercase),
+        # sacrebleu takes True as 1 and a negative order as fewer character n-grams.
+        if (isinstance(chrf_word_order, bool) or not isinstance(chrf_word_order, int)
+                or chrf_word_order < 0):
+            raise ConfigError(f"must be 0 (chrF), 2 (chrF++) or another whole number of "
+                              f"word n-grams, not {chrf_word_order!r}",
+                              field="chrf_word_order")
+        self._options = {"tokenize": tokenize, "lowercase": _switch(lowercase, "lowercase"),
                          "chrf_word_order": chrf_word_order}
         try:
             self._build_metrics()
@@ -116,8 +130,8 @@ class RougeEvaluator(BaseEvaluator):
         from ..metrics.rouge import ROUGE_TYPES, Rouge
 
         assert ROUGE_TYPES == _ROUGE_TYPES
-        self._rouge = Rouge(use_stemmer=bool(use_stemmer))
-        self._use_stemmer = bool(use_stemmer)
+        self._use_stemmer = _switch(use_stemmer, "use_stemmer")
+        self._rouge = Rouge(use_stemmer=self._use_stemmer)
 
     def metric_options(self) -> dict[str, Any]:
         """Whether words are stemmed before matching."""
