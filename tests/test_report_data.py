@@ -314,3 +314,22 @@ async def test_an_incomplete_result_shows_bounds_not_an_accuracy(tmp_path):
     page = render_html(gather(tmp_path / "w"))
     # Indices 0, 2, 4, 6 are rule-correct; the other four wait for the judge.
     assert "incomplete: 50.00–100.00%" in page and "4 pending" in page
+
+
+async def test_model_calls_are_the_latest_run_s_beside_a_result_kept_from_an_earlier_one(
+        server, tmp_path):
+    # Run 1 scores 'arith' (10 calls). Run 2 adds 'z' and, with a limit, gets less far on
+    # 'arith', whose run-1 result is kept: the table showed run 1's 10 calls as the last.
+    work = tmp_path / "w"
+    cfg = write_config(tmp_path / "cfg.py", write_arith(tmp_path / "a.jsonl", 10),
+                       models=[model_cfg(server.base_url)])
+    await harness.evaluate(cfg, work_dir=work)
+    z = write_arith(tmp_path / "z.jsonl", 3, start=100)
+    cfg.write_text(cfg.read_text() + "datasets = [*datasets, dict(datasets[0], abbr='z', "
+                   f"path={str(z)!r})]\n")
+    report = await harness.evaluate(cfg, work_dir=work, limit=2)
+    assert ("fake", "arith") in report.kept
+    stats = {d: json.loads((work / "results" / "fake" / f"{d}.json").read_text())["call_stats"]
+             for d in ("arith", "z")}
+    assert stats["arith"]["requests"] == 10 and stats["z"]["requests"] == 2
+    assert gather(work)["models"] == [{"model": "fake", **stats["z"]}]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import heapq
 import json
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from .workdir import (
     load_run_info,
     load_summaries,
     read_rows_at,
+    results_written,
     stored_verdict_totals,
 )
 
@@ -243,29 +245,51 @@ def gather_section(work_dir: str | Path, summary: dict[str, Any],
 
 
 def judge_costs(summaries: list[dict[str, Any]],
-                stored: dict[str, dict[str, int]] | None = None) -> list[dict[str, Any]]:
-    """One row per judge endpoint: this run's judge stats plus what the store holds.
+                stored: dict[str, dict[str, int]] | None = None,
+                written: Mapping[tuple[str, str], int] | None = None) -> list[dict[str, Any]]:
+    """One row per judge endpoint: its latest run's judge stats plus what the store holds.
 
     A summary's ``judge_stats`` counts the whole judge endpoint (shared by the datasets
-    it judged), so each endpoint is taken once, not summed over datasets.
+    it judged), so each endpoint is taken once, not summed over datasets, from the
+    latest result that has it (``latest_stats``); ``datasets`` are those its figures
+    are of.
     """
-    seen: dict[str, dict[str, Any]] = {}
-    for s in summaries:
-        stats = s.get("judge_stats")
-        if stats:
-            entry = seen.setdefault(stats.get("judge", "judge"), {**stats, "datasets": []})
-            entry["datasets"].append(f"{s['model']}/{s['dataset']}")
-    return [{**stats, "judge": name, "stored": (stored or {}).get(name)}
-            for name, stats in seen.items()]
+    latest = latest_stats(summaries, "judge_stats",
+                          lambda s: s["judge_stats"].get("judge", "judge"), written)
+    return [{**stats, "judge": name, "stored": (stored or {}).get(name),
+             "datasets": [f"{s['model']}/{s['dataset']}" for s in summaries
+                          if s.get("judge_stats") == stats]}
+            for name, stats in latest.items()]
 
 
-def model_costs(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per model: the call statistics of its last run."""
-    seen: dict[str, dict[str, Any]] = {}
+def model_costs(summaries: list[dict[str, Any]],
+                written: Mapping[tuple[str, str], int] | None = None) -> list[dict[str, Any]]:
+    """One row per model: the call statistics of its latest run (``latest_stats``)."""
+    latest = latest_stats(summaries, "call_stats", lambda s: s["model"], written)
+    return [{"model": model, **stats} for model, stats in latest.items()]
+
+
+def latest_stats(summaries: list[dict[str, Any]], field: str,
+                 key: Callable[[dict[str, Any]], str],
+                 written: Mapping[tuple[str, str], int] | None = None
+                 ) -> dict[str, dict[str, Any]]:
+    """``field`` (a run's whole statistics of an endpoint) of the latest results file
+    that has it, per ``key`` of a summary (its model, its judge), in the order the
+    summaries first name them.
+
+    ``written`` gives when each (model, dataset) result was written
+    (``workdir.results_written``). A result kept from an earlier run (a later one got
+    less far on its dataset) is never rewritten, so the newest file holds the latest
+    run's figures; one file's figures are taken whole, never mixed with another run's.
+    """
+    when = written or {}
+    newest: dict[str, tuple[int, dict[str, Any]]] = {}
     for s in summaries:
-        if s.get("call_stats"):
-            seen.setdefault(s["model"], {"model": s["model"], **s["call_stats"]})
-    return list(seen.values())
+        if s.get(field):
+            at = when.get((s["model"], s["dataset"]), 0)
+            if key(s) not in newest or at > newest[key(s)][0]:
+                newest[key(s)] = (at, s[field])
+    return {name: stats for name, (_, stats) in newest.items()}
 
 
 def gather(work_dir: str | Path, cap: int = DEFAULT_CAP) -> dict[str, Any]:
@@ -273,14 +297,15 @@ def gather(work_dir: str | Path, cap: int = DEFAULT_CAP) -> dict[str, Any]:
     work = Path(work_dir)
     summaries = load_summaries(work)
     info = load_run_info(work)
+    written = results_written(work, summaries)
     return {
         "work_dir": str(work), "cap": cap, "text_limit": TEXT_LIMIT,
         "generated": _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
         "elapsed_seconds": info.get("elapsed_seconds"),
         "summaries": summaries,
         "sections": [gather_section(work, s, cap) for s in summaries],
-        "judges": judge_costs(summaries, stored_verdict_totals(work)),
-        "models": model_costs(summaries),
+        "judges": judge_costs(summaries, stored_verdict_totals(work), written),
+        "models": model_costs(summaries, written),
     }
 
 

@@ -199,7 +199,7 @@ def _costs(judges: list[dict[str, Any]], models: list[dict[str, Any]]) -> str:
     else:
         out.append('<p class="note">No LLM judge in these results.</p>')
     if models:
-        out.append("<h3>Model calls (last run)</h3>")
+        out.append("<h3>Model calls (each model's latest run)</h3>")
         cols = [("requests", "requests"), ("prompt_tokens", "prompt tokens"),
                 ("completion_tokens", "completion tokens"), ("retries", "retries"),
                 ("rate_limited", "429s"), ("failures", "failed calls")]

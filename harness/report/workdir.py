@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import WorkDirError
+from ..paths import result_path
 
 
 def load_summaries(work_dir: str | Path) -> list[dict[str, Any]]:
@@ -41,6 +42,21 @@ def load_summaries(work_dir: str | Path) -> list[dict[str, Any]]:
         raise WorkDirError(f"{work}: no results found (expected results/MODEL/DATASET.json "
                            "from `python -m harness run`)")
     return summaries
+
+
+def results_written(work_dir: str | Path,
+                    summaries: list[dict[str, Any]]) -> dict[tuple[str, str], int]:
+    """When the results file of each summary was last written, in nanoseconds (none
+    for a summary read from ``summary.json`` alone): which result is from the latest
+    run, as a result kept from an earlier run is left as it was."""
+    out = {}
+    for s in summaries:
+        try:
+            out[(s["model"], s["dataset"])] = result_path(
+                work_dir, s["model"], s["dataset"]).stat().st_mtime_ns
+        except OSError:
+            continue  # no results file: the summary.json fallback
+    return out
 
 
 def load_run_info(work_dir: str | Path) -> dict[str, Any]:
