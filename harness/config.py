@@ -111,8 +111,8 @@ OpenAI = OpenAISDK
 class DatasetSpec:
     """One dataset of a run, validated and ready to stream.
 
-    ``skip_missing_reference`` (``reader_cfg``) leaves rows whose reference is null or
-    empty out of the run; otherwise such a row is a ``DatasetError``.
+    ``skip_missing_reference`` (``reader_cfg``) leaves rows whose reference is null, NaN
+    or empty out of the run; otherwise such a row is a ``DatasetError``.
     """
 
     abbr: str
