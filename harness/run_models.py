@@ -49,10 +49,12 @@ def spec_from_record(record: Mapping[str, Any]) -> ModelSpec:
 @dataclass(frozen=True)
 class EvalSelection:
     """What ``--mode eval`` re-scores: the models, and the ``(model, dataset)`` pairs
-    that ran in the work directory (see ``models_for_eval``)."""
+    that ran in the work directory (see ``models_for_eval``); ``left_out`` the pairs of
+    those models and the datasets given that it does not (nothing of them stored)."""
 
     models: list[ModelSpec]
     pairs: frozenset[tuple[str, str]]
+    left_out: tuple[tuple[str, str], ...] = ()
 
 
 async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
@@ -72,7 +74,8 @@ async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
     endpoint matches every model stored for it. The stored spec is what is re-scored, so
     its keys are the ones its predictions were stored under. A work directory written
     before models were recorded re-scores the models it is given. ``limit`` is the
-    run's ``--limit``: the samples looked for are those the run would read.
+    run's ``--limit``: the samples looked for are those the run would read. A dataset
+    given that a re-scored model does not run is named in a warning (``left_out``).
     """
     named = frozenset(await store.stored_pairs([d.abbr for d in datasets]))
     where = str(store.work_dir)
@@ -81,7 +84,7 @@ async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
         given = bool(specs) and all(s.model for s in specs or ())
         pairs = await _pairs_run(specs or [], datasets, limit, store, named) if given else set()
         if pairs:
-            return EvalSelection(list(specs or ()), frozenset(pairs))
+            return _selection(specs or [], datasets, pairs, limit, where)
         hint = ("; it was written by an earlier harness that did not record its models: "
                 "name the model with --model-base-url and --model" if named and not given
                 else "; run without --mode eval first")
@@ -104,7 +107,25 @@ async def models_for_eval(specs: list[ModelSpec] | None, store: Store,
     if not stored:
         raise ConfigError(f"{where} holds no recorded predictions of these datasets to "
                           "re-score; run without --mode eval first", field="--mode")
-    return EvalSelection(stored, frozenset(pairs))
+    return _selection(stored, datasets, pairs, limit, where)
+
+
+def _selection(models: list[ModelSpec], datasets: Sequence[DatasetSpec],
+               pairs: set[tuple[str, str]], limit: int | None, where: str) -> EvalSelection:
+    """The selection of ``models`` and ``pairs``, with a warning per model that leaves
+    out a dataset given: re-scoring nothing of a configured dataset must not look like
+    a run that covered it (no result, no table row, exit 0)."""
+    left_out = [(m.abbr, d.abbr) for m in models for d in datasets
+                if (m.abbr, d.abbr) not in pairs]
+    within = f" within --limit {limit}" if limit is not None else ""
+    for model in models:
+        names = [d for m, d in left_out if m == model.abbr]
+        if names:
+            what, it = ("dataset", "it") if len(names) == 1 else ("datasets", "them")
+            _log.warning("--mode eval leaves out %s %s for model %s: nothing of %s%s is "
+                         "stored in %s (run without --mode eval to predict %s)", what,
+                         ", ".join(names), model.abbr, it, within, where, it)
+    return EvalSelection(list(models), frozenset(pairs), tuple(left_out))
 
 
 def _matches(spec: ModelSpec, recorded: list[ModelSpec]) -> list[ModelSpec]:

@@ -299,3 +299,18 @@ async def test_a_work_dir_from_before_models_were_recorded_is_rescored_by_name(s
     assert [(r["dataset"], r["scored"]) for r in
             json.loads((work / "summary.json").read_text())["results"]] == [("arith", N)]
     assert server.stats.total == 0
+
+
+async def test_a_configured_dataset_with_nothing_stored_is_named_on_stderr(server, tmp_path):
+    # It was left out of the table, the results and stderr alike, with exit 0.
+    cfg, _, work, _ = await predicted(server, tmp_path)
+    other = write_arith(tmp_path / "b.jsonl", N, start=100)
+    cfg.write_text(cfg.read_text() + "datasets = [*datasets, dict(datasets[0], abbr='new', "
+                   f"path={str(other)!r})]\n")
+    result = await run(str(cfg), "-w", str(work), "--mode", "eval")
+    assert result.returncode == 0, result.stderr.decode()
+    err = result.stderr.decode()
+    assert (f"--mode eval leaves out dataset new for model fake-model: nothing of it is "
+            f"stored in {work} (run without --mode eval to predict it)") in err
+    assert "arith" not in err
+    assert results_files(work) == ["fake-model/arith.json"]
