@@ -98,6 +98,20 @@ async def test_a_sandbox_error_is_pending_and_retried_by_the_next_run(tmp_path, 
     assert (second["complete"], second["correct"]) == (True, 2)
 
 
+async def test_limits_python_cannot_start_under_leave_every_sample_pending(tmp_path):
+    # Not one line of the replies ran: scored as failures, they made a complete 0 %.
+    spec = runpy.run_path(str(DATASETS / "humaneval.py"))["datasets"][0]
+    evaluator = {**spec["eval_cfg"]["evaluator"], "limits": dict(memory=10_000_000)}
+    spec = {**spec, "path": str(DATASETS / spec["path"]),
+            "eval_cfg": {**spec["eval_cfg"], "evaluator": evaluator}}
+    async with FakeOpenAI(responder=every_other) as srv:
+        report = await harness.evaluate(datasets=[spec], models=_model(srv),
+                                        work_dir=tmp_path / "w", limit=2)
+    summary = report.summaries[0]
+    assert summary["complete"] is False and summary["accuracy"] is None
+    assert summary["pending_counts"] == {"sandbox_error": 2}
+
+
 async def test_replicas_report_the_configured_pass_at_k(tmp_path):
     correct_of = [0, 1, 3, 10, 5]  # of 10 replicas, per task
     calls: Counter = Counter()

@@ -70,6 +70,21 @@ async def test_a_sandbox_that_cannot_run_python_is_a_sandbox_error_not_a_failure
     assert "failed before the program ran" in run.reason
 
 
+async def test_a_python_that_cannot_start_under_the_limits_is_a_sandbox_error():
+    # Under 10 MB of address space the interpreter aborts before any line of the program
+    # runs: that says nothing about the program (it was scored a failure).
+    run = await run_program("print(1)", Limits(memory=10_000_000))
+    assert run.outcome == "sandbox_error"
+    assert "failed before the program ran" in run.reason
+
+
+@pytest.mark.parametrize("source", ["import os\nos.abort()\n", "x = bytearray(1 << 30)\n"],
+                         ids=["abort", "out-of-memory"])
+async def test_a_program_that_crashes_its_own_python_is_its_own_failure(source):
+    run = await run_program(source, Limits(memory=256 << 20))
+    assert run.outcome == "failed"
+
+
 async def test_a_program_printing_what_bwrap_prints_is_still_the_programs_failure():
     # Only the launcher's marker decides: a program cannot pass itself off as a
     # sandbox failure (which would leave it unscored and retried forever).

@@ -4,10 +4,11 @@
 Run as ``python -I -S launcher.py STATUS_FD CONFIG_JSON`` with the program's source on
 stdin. It runs before any untrusted code and imports only the standard library; it
 must stay importable without the harness package (the sandbox does not see it).
-Just before ``exec`` it writes ``exec`` to STATUS_FD, which is closed on exec (so the
-program cannot write to it): the parent reads that marker to tell a sandbox that
-failed (no marker, or ``fail`` after it when exec itself failed) from a program that
-failed (the marker alone, then a non-zero exit).
+STATUS_FD is handed on to ``RUNNER``, which writes ``run`` to it and closes it before
+it reads the program (so the program cannot write to it): the parent reads that
+marker to tell a sandbox that failed (no marker: bwrap, this launcher, or a Python
+that could not start under the limits, none of which depends on the program) from a
+program that failed (the marker, then a non-zero exit).
 """
 
 import ctypes
@@ -19,10 +20,12 @@ import sys
 _CLONE_NEWUSER = 0x10000000
 _PR_SET_DUMPABLE = 4
 
-#: What the interpreter runs (``-c``) instead of ``python program.py``: the program as
-#: a module named ``program``, not ``__main__``, as HumanEval's and OpenCompass's
-#: references ``exec`` it, so a reply's ``if __name__ == "__main__":`` block stays
-#: unrun. Uncaught exceptions are shown from the program's first frame, as before.
+#: What the interpreter runs (``-c``, with STATUS_FD and ``program.py`` as arguments)
+#: instead of ``python program.py``: the program as a module named ``program``, not
+#: ``__main__``, as HumanEval's and OpenCompass's references ``exec`` it, so a reply's
+#: ``if __name__ == "__main__":`` block stays unrun. It writes the marker before it
+#: touches the program, so everything before the marker is the same for every program.
+#: Uncaught exceptions are shown from the program's first frame, as before.
 RUNNER = """\
 import os, sys
 def _hook(kind, value, tb, _show=sys.excepthook, _runner=globals()):
@@ -30,10 +33,13 @@ def _hook(kind, value, tb, _show=sys.excepthook, _runner=globals()):
         value = value.with_traceback(tb.tb_next)
     _show(kind, value, value.__traceback__)
 sys.excepthook = _hook
-sys.argv = sys.argv[1:]
+status = int(sys.argv[1])
+sys.argv = sys.argv[2:]
 program = type(sys)("program")
 program.__file__ = os.path.abspath(sys.argv[0])
 sys.modules["program"] = program
+os.write(status, b"run\\n")
+os.close(status)
 with open(program.__file__, "rb") as source:
     code = compile(source.read(), program.__file__, "exec", dont_inherit=True)
 exec(code, program.__dict__)
@@ -90,14 +96,9 @@ def main() -> None:
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    os.set_inheritable(status_fd, False)
-    os.write(status_fd, b"exec\n")
+    os.set_inheritable(status_fd, True)  # RUNNER writes the marker, then closes it
     python = cfg["python"]
-    try:
-        os.execv(python, [python, "-I", "-S", "-B", "-c", RUNNER, "program.py"])
-    except OSError as exc:  # the sandbox cannot run Python: not the program's failure
-        os.write(status_fd, f"fail {exc}\n".encode())
-        raise
+    os.execv(python, [python, "-I", "-S", "-B", "-c", RUNNER, str(status_fd), "program.py"])
 
 
 if __name__ == "__main__":

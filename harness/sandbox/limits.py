@@ -10,7 +10,8 @@ from ..config_keys import MAX_TIMEOUT, positive
 #: How one program ended. ``passed``: exit status 0. ``failed``: any other exit, a
 #: signal, or an output or memory limit. ``timeout``: the wall-clock or CPU limit.
 #: ``sandbox_error``: the sandbox itself failed (bwrap could not start, the launcher
-#: crashed) before the program ran; it says nothing about the program.
+#: crashed, Python could not start under the limits) before the program ran; it says
+#: nothing about the program.
 Outcome = Literal["passed", "failed", "timeout", "sandbox_error"]
 
 #: How programs are isolated: ``bwrap`` (bubblewrap) or ``none`` (unsafe, opt-in only).

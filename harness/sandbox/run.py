@@ -98,8 +98,10 @@ async def run_program(source: str, limits: Limits = Limits(),
     """Run ``source`` as a Python program; never raises for anything the program does.
 
     The outcome is ``sandbox_error`` when the sandbox failed before the program ran
-    (the launcher never reached ``exec``); callers call ``resolve`` first, so a missing
-    bwrap is refused before any program, not reported per program.
+    (no marker from the launcher's ``RUNNER``: bwrap, the launcher or the interpreter
+    failed, as Python does under a memory limit it cannot start in); callers call
+    ``resolve`` first, so a missing bwrap is refused before any program, not reported
+    per program.
     """
     privileged = os.geteuid() == 0 and sandbox == "bwrap"
     uid = _Uids.take() if privileged else None
@@ -154,7 +156,7 @@ async def _run(source: str, limits: Limits, sandbox: SandboxKind, cfg: dict[str,
     code = process.returncode
     if not marker:
         return Execution("sandbox_error", code, out, err,
-                         f"the sandbox failed before the program ran ({_tail_line(err)})",
+                         f"the sandbox failed before the program ran ({why or _cause(err)})",
                          duration)
     if why is not None:
         outcome: Outcome = "timeout" if why == "wall-clock limit" else "failed"
@@ -293,11 +295,11 @@ def _kill(process: Process) -> None:
 
 
 def _read_marker(fd: int) -> bool:
-    """Whether the launcher's ``exec`` of the program succeeded: the marker alone, no
-    ``fail`` after it (see ``launcher``)."""
+    """Whether Python started and the launcher's ``RUNNER`` was about to run the
+    program (see ``launcher``)."""
     os.set_blocking(fd, False)
     try:
-        return os.read(fd, 64) == b"exec\n"
+        return os.read(fd, 64) == b"run\n"
     except BlockingIOError:
         return False
 
@@ -314,6 +316,10 @@ def _describe(code: int | None) -> str:
     return f"exit status {code}"
 
 
-def _tail_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no message"
+def _cause(stderr: str) -> str:
+    """The line of a failed sandbox's stderr that says why: CPython's ``Fatal Python
+    error`` line when the interpreter could not start (the stack dump after it says
+    nothing), else the last line (a traceback's exception, bwrap's message)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    fatal = [line for line in lines if line.startswith("Fatal Python error")]
+    return (fatal or lines or ["no message"])[-1]
