@@ -298,6 +298,8 @@ def _compare(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     if any(p.get("pending_a") or p.get("pending_b") for p in result["pairs"]):
         return EXIT_FAILED_SAMPLES  # as ``run`` exits for an incomplete run
+    if any(not p["pairing"]["by"] for p in result["pairs"]):
+        return EXIT_FAILED_SAMPLES  # a (model, dataset) NOT COMPARED has no figure to pass
     return EXIT_OK
 
 

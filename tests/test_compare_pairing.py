@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import anyio
 import pytest
 
 import harness
@@ -17,6 +18,7 @@ from harness.compare import compare_dirs, format_text
 from harness.report.pairing import pair_details
 
 from .helpers import model_cfg, write_config
+from .test_cli import cli, env
 
 #: The first operands of the questions of the base data file; ``arith_reply`` gets
 #: those with ``a % 4 == 3`` wrong (3 and 7).
@@ -121,6 +123,9 @@ async def test_a_new_template_over_moved_rows_is_not_compared(server, tmp_path):
     assert ("fake / arith: NOT COMPARED: no prompt is the same in both runs, and the "
             "references differ at index 0") in text
     assert "accuracy A" not in text and "fixed" not in text
+    # A script must not pass a comparison that compared nothing.
+    done = await anyio.run_process(cli("compare", str(a), str(b)), env=env(), check=False)
+    assert done.returncode == 1 and b"NOT COMPARED" in done.stdout
 
 
 async def test_a_metric_compares_the_same_samples_after_a_row_was_added(server, tmp_path):
