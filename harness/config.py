@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .config_keys import check_keys, construct, directory, positive, within
+from .config_keys import check_keys, construct, directory, positive, switch, within
 from .dataset import CustomDataset, find_data_file, parse_range
 from .errors import ConfigError
 from .evaluators import BaseEvaluator, build_evaluator
@@ -297,9 +297,7 @@ def _reader_settings(reader_cfg: Mapping[str, Any]) -> tuple[tuple[str, ...], st
     if reader_cfg.get("test_split", "test") != "test":
         raise ConfigError("a data file is one split: point the dataset's path at the file "
                           "of the split to evaluate", field="test_split")
-    skip = reader_cfg.get("skip_missing_reference", False)
-    if not isinstance(skip, bool):
-        raise ConfigError(f"must be True or False, not {skip!r}", field="skip_missing_reference")
+    skip = switch(reader_cfg.get("skip_missing_reference", False), "skip_missing_reference")
     try:
         test_range = parse_range(reader_cfg.get("test_range"))
     except ValueError as exc:

@@ -143,6 +143,14 @@ def positive(value: Any, field: str | None, kind: type = float,
     return kind(value)
 
 
+def switch(value: Any, field: str | None) -> bool:
+    """``value`` if it is ``True`` or ``False``; anything else is a ``ConfigError``
+    naming ``field`` (read with ``bool()``, ``'no'`` and ``'false'`` would switch it on)."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"must be True or False, not {value!r}", field=field)
+    return value
+
+
 def directory(value: Any, field: str | None) -> str | None:
     """``value`` as a directory path (text or a path object, not blank), ``None`` when
     it is ``None``; anything else is a ``ConfigError`` naming ``field``."""

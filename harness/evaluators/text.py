@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..config_keys import switch
 from ..errors import ConfigError
 from ..metrics.text import best_over_references, exact_match, token_f1
 from .base import EVALUATORS, BaseEvaluator
@@ -33,14 +34,6 @@ def _references(reference: Any) -> list[str]:
     if isinstance(reference, (list, tuple)):
         return [_text(r) for r in reference]
     return [] if reference is None else [_text(reference)]
-
-
-def _switch(value: Any, field: str) -> bool:
-    """``value`` if it is True or False; anything else is a ``ConfigError`` naming
-    ``field`` (read with ``bool()``, ``'no'`` and ``'false'`` switched it on)."""
-    if not isinstance(value, bool):
-        raise ConfigError(f"must be True or False, not {value!r}", field=field)
-    return value
 
 
 @EVALUATORS.register("BleuEvaluator")
@@ -65,7 +58,7 @@ class BleuEvaluator(BaseEvaluator):
             raise ConfigError(f"must be 0 (chrF), 2 (chrF++) or another whole number of "
                               f"word n-grams, not {chrf_word_order!r}",
                               field="chrf_word_order")
-        self._options = {"tokenize": tokenize, "lowercase": _switch(lowercase, "lowercase"),
+        self._options = {"tokenize": tokenize, "lowercase": switch(lowercase, "lowercase"),
                          "chrf_word_order": chrf_word_order}
         try:
             self._build_metrics()
@@ -130,7 +123,7 @@ class RougeEvaluator(BaseEvaluator):
         from ..metrics.rouge import ROUGE_TYPES, Rouge
 
         assert ROUGE_TYPES == _ROUGE_TYPES
-        self._use_stemmer = _switch(use_stemmer, "use_stemmer")
+        self._use_stemmer = switch(use_stemmer, "use_stemmer")
         self._rouge = Rouge(use_stemmer=self._use_stemmer)
 
     def metric_options(self) -> dict[str, Any]:

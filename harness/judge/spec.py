@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..config_keys import check_keys, within
+from ..config_keys import check_keys, switch, within
 from ..defaults import (
     ENV_API_KEY,
     ENV_JUDGE_API_BASE,
@@ -97,9 +97,7 @@ def judge_settings(judge_cfg: Any) -> dict[str, Any]:
     if constrain is not None and constrain not in CONSTRAINT_MODES:
         raise ConfigError(f"constrain must be one of {', '.join(CONSTRAINT_MODES)}",
                           field="constrain")
-    logprobs = judge_cfg.get("logprobs", False)
-    if not isinstance(logprobs, bool):
-        raise ConfigError(f"must be True or False, not {logprobs!r}", field="logprobs")
+    logprobs = switch(judge_cfg.get("logprobs", False), "logprobs")
     reasks = judge_cfg.get("max_reasks", DEFAULT_MAX_REASKS)
     if (isinstance(reasks, bool) or not isinstance(reasks, int)
             or not 0 <= reasks <= REASKS_LIMIT):
