@@ -20,17 +20,22 @@ MASK = "***"
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^@/?#]*)@")
 # One ``name=value`` of a query or fragment.
 _PARAM = re.compile(r"([?&;#])([^=&;#]*)=([^&;#]*)")
-# Parameter names whose value is a credential (matched after lower-casing and turning
-# ``-`` into ``_``): ``key``, ``api_key``, ``subscription_key``, ``access_token``,
-# ``sig``, ``x_amz_signature``, ``client_secret``, ``password``, ``code`` (Azure
-# Functions) …
+# Parameter names whose value is a credential (matched after splitting camelCase words,
+# lower-casing and turning ``-`` into ``_``): ``key``, ``api_key``, ``subscription_key``,
+# ``access_token`` (``accessToken``), ``sig``, ``x_amz_signature``, ``client_secret``,
+# ``password``, ``code`` (Azure Functions) …
 _SECRET_NAME = re.compile(r"(^|_)(key|apikey|token|secret|password|passwd|pwd|pass|sig|"
                           r"signature|auth|authorization|credential|credentials|code)$")
 
 
+# A lower-case letter or digit followed by a capital: where camelCase starts a word.
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
 def _secret_param(name: str) -> bool:
-    normal = urllib.parse.unquote(name).strip().lower().replace("-", "_")
-    return bool(_SECRET_NAME.search(normal))
+    # accessToken and subscriptionKey are access_token and subscription_key.
+    words = _CAMEL.sub("_", urllib.parse.unquote(name).strip())
+    return bool(_SECRET_NAME.search(words.lower().replace("-", "_")))
 
 
 def redact_url(url: str) -> str:
@@ -78,11 +83,19 @@ def redact_text(text: str, url: str, *secrets: str) -> str:
     it), which is what a text cut short before it came here leaves, such as an error
     body kept to its first characters.
     """
-    found = sorted({s for s in (*secrets, *url_secrets(url)) if s}, key=len, reverse=True)
+    found = sorted({form for s in (*secrets, *url_secrets(url)) if s for form in _forms(s)},
+                   key=len, reverse=True)
     for secret in found:  # longest first, so a secret that contains another goes whole
         text = text.replace(secret, MASK)
     cut = min((_cut_start(text, secret) for secret in found), default=len(text))
     return text if cut == len(text) else text[:cut] + MASK
+
+
+def _forms(secret: str) -> set[str]:
+    """``secret`` and the forms a server may quote it in: JSON with its slashes escaped
+    (``\\/``), percent-encoded (``%2F``, ``+`` for a space)."""
+    return {secret, secret.replace("/", "\\/"), urllib.parse.quote(secret, safe=""),
+            urllib.parse.quote_plus(secret, safe="")}
 
 
 def _cut_start(text: str, secret: str) -> int:

@@ -118,6 +118,26 @@ def test_redact_url_masks_credentials_and_leaves_plain_urls_alone():
     assert redact_url(masked) == masked
 
 
+@pytest.mark.parametrize("name", ["accessToken", "subscriptionKey", "apiToken", "authToken",
+                                  "clientSecret", "sessionToken", "APIKey", "xApiKey"])
+def test_a_camel_case_secret_parameter_is_masked(name):
+    from harness.urls import redact_url, url_secrets
+
+    url = f"http://h/v1?api-version=1&{name}=s3cr3t-planted&keyword=foo"
+    assert redact_url(url) == f"http://h/v1?api-version=1&{name}=***&keyword=foo"
+    assert "s3cr3t-planted" in url_secrets(url)
+
+
+def test_a_key_quoted_escaped_or_percent_encoded_is_masked():
+    # A server echoing the key inside JSON escapes its slashes; inside HTML or a URL it
+    # percent-encodes them: the text must not hold the key in any of those forms.
+    key = "sk-AbC/def+ghi=jkl123"
+    assert redact_text('{"error": "bad key sk-AbC\\/def+ghi=jkl123"}', "http://h/v1", key) \
+        == '{"error": "bad key ***"}'
+    assert redact_text("<p>key=sk-AbC%2Fdef%2Bghi%3Djkl123</p>", "http://h/v1", key) \
+        == "<p>key=***</p>"
+
+
 def _judge_env_only(cfg):
     import re
 
