@@ -12,6 +12,9 @@ opens the endpoint's circuit breaker.
 
 from __future__ import annotations
 
+import datetime
+import email.utils
+import math
 import random
 import re
 import time
@@ -162,14 +165,33 @@ def _by_status(status: int, headers: Any, code: Any = None) -> Classified:
 
 
 def _retry_after(headers: Any) -> float | None:
+    """The wait a reply's ``Retry-After`` (seconds or an HTTP date) or
+    ``retry-after-ms`` asks for, at most ``MAX_RETRY_AFTER``; None without one."""
     value = headers.get("retry-after") if headers is not None else None
     if value is None:
         ms = headers.get("retry-after-ms") if headers is not None else None
-        return float(ms) / 1000 if ms and ms.replace(".", "", 1).isdigit() else None
+        seconds = float(ms) / 1000 if ms and ms.replace(".", "", 1).isdigit() else None
+    else:
+        try:
+            seconds = float(value)
+        except ValueError:
+            seconds = _seconds_until(value)
+    if seconds is None or math.isnan(seconds):
+        return None
+    # Capped here, once, for the call's own wait and for the endpoint's pacing alike: an
+    # hour (or "inf") would otherwise hold every caller of the endpoint for that long.
+    return min(MAX_RETRY_AFTER, max(0.0, seconds))
+
+
+def _seconds_until(date: str) -> float | None:
+    """Seconds from now until an HTTP date (``Wed, 21 Oct 2015 07:28:00 GMT``)."""
     try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None  # an HTTP date: rare for APIs; fall back to backoff
+        when = email.utils.parsedate_to_datetime(date)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # an HTTP date is GMT, whether it says so or not
+        when = when.replace(tzinfo=datetime.UTC)
+    return (when - datetime.datetime.now(datetime.UTC)).total_seconds()
 
 
 #: Attempts a call gets for failures of these kinds, fewer than ``max_attempts``: a reply
@@ -197,7 +219,7 @@ class RetryPolicy:
         """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
         info = classify(exc) if exc is not None else None
         if info and info.retry_after is not None:
-            return min(MAX_RETRY_AFTER, info.retry_after) + random.uniform(0, self.initial)
+            return info.retry_after + random.uniform(0, self.initial)
         # The exponent is capped: 429s are retried for a time, which can be many attempts.
         return random.uniform(0, min(self.maximum, self.initial * 2 ** min(attempt - 1, 32)))
 
@@ -280,7 +302,10 @@ class RetryPolicy:
             if not info.retryable:
                 return False
             if info.kind == "rate_limit":
-                return time.monotonic() - started < self.rate_limit_timeout
+                # A wait the server asks for beyond the call's time left is not waited:
+                # the call gives up now (pending; the next run asks again).
+                return (time.monotonic() - started + (info.retry_after or 0.0)
+                        < self.rate_limit_timeout)
             return (tries - failed.get("rate_limit", 0) < self.max_attempts
                     and failed.get(info.kind, 0) < KIND_ATTEMPTS.get(info.kind,
                                                                     self.max_attempts))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
+import email.utils
+
 import pytest
 
 from harness.client import ModelClient
@@ -13,7 +16,7 @@ from harness.errors import (
     TransportTimeout,
 )
 from harness.records import ModelSpec
-from harness.retry import RetryPolicy, classify
+from harness.retry import MAX_RETRY_AFTER, RetryPolicy, classify
 from harness.testing import FakeOpenAI, Fault, fail_first, fail_for
 from harness.transport import make_transport
 
@@ -117,6 +120,41 @@ async def test_retry_after_is_a_floor_for_the_wait(transport):
     policy = RetryPolicy(initial=0.5, maximum=30)
     waits = [policy.delay(exc, 1) for _ in range(20)]
     assert all(7 <= w <= 7.5 for w in waits)
+
+
+@pytest.mark.timeout(60)  # before the fix, the paced call waited the hour
+@pytest.mark.parametrize("retry_after", [3600, 10**9])
+async def test_a_retry_after_beyond_the_calls_time_is_not_waited(transport, retry_after):
+    """A 429 asking for an hour on an endpoint paced by ``rpm``: the call gives up at
+    once (pending; the next run asks again), instead of holding the endpoint that long."""
+    faults = fail_first(1, Fault("rate_limit", retry_after=retry_after))
+    async with FakeOpenAI(faults=faults) as server:
+        policy = RetryPolicy(max_attempts=3, initial=0.01, maximum=0.05, rate_limit_timeout=5)
+        client = ModelClient(spec(server, transport, rpm=600), concurrency=4, policy=policy)
+        try:
+            with pytest.raises(ModelCallError) as info:
+                await client.complete(MESSAGES, {"max_tokens": 8})
+        finally:
+            await client.aclose()
+    assert info.value.kind == "rate_limit" and info.value.attempts == 1
+    assert server.stats.total == 1
+
+
+@pytest.mark.parametrize(("header", "seconds"), [
+    ("7", 7.0), ("0", 0.0), ("-3", 0.0), ("3600", MAX_RETRY_AFTER), ("inf", MAX_RETRY_AFTER),
+    ("nan", None), ("soon", None),
+    ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a date in the past: now
+])
+def test_retry_after_is_read_in_seconds_or_as_a_date_and_capped(header, seconds):
+    exc = HTTPStatusError(429, {"retry-after": header}, b"")
+    assert classify(exc).retry_after == seconds
+
+
+def test_retry_after_as_an_http_date_in_the_future_is_waited_for():
+    when = email.utils.format_datetime(
+        datetime.datetime.now(datetime.UTC) + datetime.timedelta(seconds=30), usegmt=True)
+    wait = classify(HTTPStatusError(429, {"retry-after": when}, b"")).retry_after
+    assert wait is not None and 20 < wait <= 30
 
 
 def test_backoff_grows_and_is_capped():
