@@ -201,6 +201,28 @@ COUNT_CASES = [
     ("contrast", "So the answer is 8, not 14.", "8"),
     ("hedge", "So the answer is 8 or 9.", ""),
     ("no-statement", COUNT_COT.rstrip(), ""),
+    # numbers in an aside or in a clause of what is not counted are not the count
+    ("aside-in-parentheses",
+     "You have 8 musical instruments (the 4 stoves and 2 lamps are not instruments).", "8"),
+    ("aside-sentence-in-parentheses",
+     "You have 8 musical instruments. (The stoves and lamps are not instruments.)", "8"),
+    ("aside-on-its-own-line",
+     "So you have 8 musical instruments.\n(The four stoves and two lamps are not instruments.)",
+     "8"),
+    ("excluded-items-clause",
+     "So you have 8 instruments in total; the four stoves and two lamps don't count.", "8"),
+    ("excluded-items-sentence",
+     "So you have 8 musical instruments. The four stoves and two lamps are not instruments.",
+     "8"),
+    ("excluding", "I count 8 instruments, excluding the 4 stoves and 2 lamps.", "8"),
+    ("excluded-after-dash",
+     "That's 8 musical instruments — the four stoves and two lamps aren't instruments.", "8"),
+    ("other-items-with-aside", "There are 8 musical instruments; the 6 other items "
+                               "(4 stoves, 2 lamps) are not instruments.", "8"),
+    ("sum-in-parentheses",
+     "So in total I have 8 (1 + 1 + 1 + 1 + 1 + 1 + 1 + 1) instruments.", "8"),
+    ("closing-rejection-is-no-count",
+     "I have 3 cabbages and 2 carrots. So the number of vegetables is not 5.", ""),
 ]
 
 

@@ -99,6 +99,7 @@ FREEFORM = [
     ("empty", "", ""),
     ("truncated", "Let's think step by step.\nWe first identify the fruits: blackberry (1), plum", ""),
     ("cot-without-statement", "Let's think step by step.\nWe count 1 + 1 = 2", ""),
+    ("closing-label-with-aside", "So Gwenn tells the truth (as Bob lies).", "Yes"),
     # full-width
     ("full-width-number", "So the answer is ７.", "7"),
     ("full-width-minus", "So the answer is \u221212.", "-12"),

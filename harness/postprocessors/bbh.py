@@ -16,7 +16,14 @@ from ._commit import HEDGE, Candidate, commit, committed_clause
 from ._conclusion import concluded_number
 from ._labels import FOREIGN_LABELS, closing_label
 from ._lazy_re import compile_lazily
-from ._numeric import normalize_numerals, span_value, words_to_digits, words_to_number
+from ._numeric import (
+    NEGATED,
+    NUMBER,
+    normalize_numerals,
+    span_value,
+    words_to_digits,
+    words_to_number,
+)
 from ._registry import POSTPROCESSORS
 from ._text import (
     FOREIGN_CUE,
@@ -212,14 +219,28 @@ def _bare(line: str) -> bool:
 _LINE_MARK = compile_lazily(r"^[ \t]*(?:#+|[-*+•])[ \t]+")  # a heading or bullet, not "-5" or "> )"
 _LIST_ITEM = compile_lazily(r"^[ \t]*(?:\d+[.)]|[-*+•])[ \t]+([\w'-]+)[ \t]*$")
 _COUNT_SENTENCE = compile_lazily(r"(?i:\b(?:so|therefore|thus|altogether|in\s+total|total|i\s+have"
-                                 r"|there\s+are|that\s+makes|we\s+have|you\s+have)\b)")
+                                 r"|there\s+are|that\s+makes|we\s+have|you\s+have|that's"
+                                 r"|that\s+is)\b"
+                                 # "I count 8 instruments", not the step "We count 1 + 1 = 2"
+                                 r"|\b(?:i|we)\s+count(?:ed)?\s+(?=\d+\s+[a-z]))")
 _LABELS = frozenset(("Yes", "No", "True", "False", "valid", "invalid"))
+# A parenthetical with words in it is an aside ("(the 4 stoves and 2 lamps are not
+# instruments)"), not part of the closing statement.
+_ASIDE = compile_lazily(r"\([^()]*[A-Za-z]{2}[^()]*\)")
+_PARENTHESIZED = compile_lazily(r"\([^()]*\)")
+_DOZEN = compile_lazily(r"(?i)\b(?:a|one)\s+dozen\b")
+# A clause that names what is left out of a count ("the four stoves and two lamps don't
+# count", "excluding the 4 stoves", "not 14") states no count.
+_EXCLUSION = compile_lazily(r"(?i:\b(?:not|no|none|excluding|excluded?|except|besides|without"
+                            r"|ignoring|other\s+than|apart\s+from|aside\s+from)\b|n't\b)")
+_CLAUSE_BREAK = compile_lazily(r"([,;:—]|\bbut\b)")
 
 
 def _closing(lines: list[str]) -> str:
     """The answer of a reply without an answer statement, from how it closes: a label
     stated as a sentence (see :mod:`._labels`), a count in a concluding sentence, or a
-    closing list of single words (word sorting); '' otherwise."""
+    closing list of single words (word sorting); '' otherwise. Parenthetical asides
+    are not part of the closing text."""
     words: list[str] = []  # the closing run of list items' single words, last first
     for line in reversed(lines):
         if (m := _LIST_ITEM.match(line)) is None:
@@ -227,16 +248,41 @@ def _closing(lines: list[str]) -> str:
         words.append(m.group(1).lower())
     if len(words) >= 2:  # the reply closes on a list of single words
         return " ".join(reversed(words))
-    sentence = sentences(lines[-1])[-1]
-    bare = normalize_freeform(sentence)
+    closing = [s for line in lines for s in sentences(_ASIDE.sub(" ", line))]
+    if not closing:
+        return ""
+    bare = normalize_freeform(closing[-1])
     if bare in _LABELS:
         return bare  # "Does Gwenn tell the truth? Yes."
-    label = closing_label(sentence)
+    label = closing_label(closing[-1])
     if label is not None:
         return label
-    if _COUNT_SENTENCE.search(sentence):  # a hedged count concludes nothing (None)
-        counted = re.sub(r"(?i)\b(?:a|one)\s+dozen\b", "12", sentence)
-        value = concluded_number(normalize_numerals(words_to_digits(counted)))
-        if value is not None:
-            return value
-    return ""
+    return _closing_count(closing)
+
+
+def _closing_count(closing: list[str]) -> str:
+    """The count a concluding sentence states ("So you have 8 instruments in total; the
+    four stoves and two lamps don't count." → 8), after passing over closing sentences
+    that only name what is not counted (not one that rejects a count: "…, so it is not
+    5."); '' if there is none."""
+    for sentence in reversed(closing):
+        counted = normalize_numerals(words_to_digits(_DOZEN.sub("12", sentence)))
+        kept = _counting_clauses(counted)
+        if NEGATED.search(counted) or re.search(r"\w", _CLAUSE_BREAK.sub(" ", kept)):
+            break
+    else:
+        return ""
+    if not _COUNT_SENTENCE.search(counted):
+        return ""
+    value = concluded_number(kept)  # a hedged count concludes nothing (None)
+    return "" if value is None else value
+
+
+def _counting_clauses(sentence: str) -> str:
+    """``sentence`` with its clauses that name what is not counted blanked out, and its
+    parentheticals too when it has a number outside them."""
+    outside = _PARENTHESIZED.sub(" ", sentence)
+    if NUMBER.search(outside):  # "8 (1 + 1 + … + 1) instruments": the sum is an aside
+        sentence = outside
+    clauses = _CLAUSE_BREAK.split(sentence)
+    return "".join(" " if _EXCLUSION.search(clause) else clause for clause in clauses)
