@@ -11,7 +11,9 @@ worked examples teach the model to finish with "So the answer is …".
   the option instead of its letter ("So the answer is 12/14/1937.") gets that option's
   letter.
 - Free form (counting, arithmetic): ``bbh_freeform_postprocess`` on both sides, so
-  "So the answer is eight." equals the gold ``8``.
+  "So the answer is eight." equals the gold ``8``. It also receives the dataset row:
+  the gold is a number, so a reply that gives no number ("Let me think step by step.")
+  is an extraction failure.
 
 Run one task, or all five::
 

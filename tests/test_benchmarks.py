@@ -95,8 +95,9 @@ def test_bbh_postprocessors_on_both_sides(config: str, task: str) -> None:
     expected = bbh_mcq_postprocess if task in MCQ_TASKS else bbh_freeform_postprocess
     assert spec.pred_postprocessor.func is expected
     assert spec.dataset_postprocessor.func is expected
-    # Multiple-choice extraction needs the row's options to read an option's text.
-    assert spec.pred_postprocessor.wants_item is (task in MCQ_TASKS)
+    # Both read the row: multiple choice for the options' texts, free form for whether
+    # the gold is a number.
+    assert spec.pred_postprocessor.wants_item and spec.dataset_postprocessor.wants_item
 
 
 @pytest.mark.parametrize("task", ALL_TASKS)
@@ -210,6 +211,16 @@ async def test_bbh_mcq_wrong_option_text_scores_wrong(tmp_path: Path) -> None:
         if any(t in summary["dataset"] for t in MCQ_TASKS):
             assert summary["scored"] == 3 and summary["correct"] == 0
             assert summary["extract_rate"] == 100.0  # a named option is an answer, a wrong one
+
+
+@pytest.mark.parametrize("config", ["bbh.py", "bbh_zeroshot.py"])
+async def test_bbh_reply_without_an_answer_is_not_extracted(config: str, tmp_path: Path) -> None:
+    # On counting and arithmetic (number golds) a short reply with no number used to
+    # count as extracted ("let me think step by step" as the prediction).
+    report, _ = await _run(config, lambda body: "Let me think step by step.", tmp_path, limit=2)
+    assert len(report.summaries) == 5
+    for summary in report.summaries:
+        assert summary["correct"] == 0 and summary["extract_rate"] == 0.0, summary["dataset"]
 
 
 def _jsonl(path: Path) -> list[dict[str, Any]]:

@@ -263,6 +263,37 @@ def test_multistep_arithmetic(reply: str, expected: str) -> None:
     assert bbh_freeform_postprocess(ARITH["target"]) == "24"
 
 
+# --- BBH free form on a task whose golds are numbers ------------------------------------
+NOT_A_NUMBER = [
+    ("plan", "Let me think step by step."),
+    ("unknown", "Unknown"),
+    ("pleasantry", "Sure!"),
+    ("server-error-text", "NO SCRIPTED REPLY"),
+    ("label", "So the answer is yes."),
+    ("word-list", "So the answer is apple banana."),
+]
+
+
+@pytest.mark.parametrize("row", [COUNT, ARITH], ids=["object_counting", "arithmetic"])
+@pytest.mark.parametrize("reply", [c[1] for c in NOT_A_NUMBER], ids=ids(NOT_A_NUMBER))
+def test_number_task_extracts_only_a_number(row: dict[str, Any], reply: str) -> None:
+    assert bbh_freeform_postprocess(reply, test_item=row) == ""
+
+
+@pytest.mark.parametrize("reply,expected", [
+    ("Eight.", "8"), ("8", "8"), ("So the answer is eight.", "8"), ("-3", "-3"),
+], ids=["word", "digits", "statement", "negative"])
+def test_number_task_still_reads_numbers(reply: str, expected: str) -> None:
+    assert bbh_freeform_postprocess(reply, test_item=COUNT) == expected
+    assert bbh_freeform_postprocess(COUNT["target"], test_item=COUNT) == "8"
+
+
+def test_label_task_keeps_its_labels() -> None:
+    row = {"input": "Does Gwenn tell the truth?", "target": "Yes"}
+    assert bbh_freeform_postprocess("yes", test_item=row) == "Yes"
+    assert bbh_freeform_postprocess(row["target"], test_item=row) == "Yes"
+
+
 # --- BBH free-form labels and sequences (the other free-form tasks' formats) -----------
 FREEFORM_MEETS_GOLD = [
     ("yes-lower", "So the answer is yes.", "Yes"),

@@ -161,7 +161,7 @@ def normalize_freeform(answer: str) -> Any:
 
 @POSTPROCESSORS.register("bbh-freeform", "bbh_freeform_postprocess")
 @appeal_proof
-def bbh_freeform_postprocess(text: Any) -> str:
+def bbh_freeform_postprocess(text: Any, test_item: Mapping[str, Any] | None = None) -> str:
     """The normalized free-form answer of a BBH reply or gold; '' if none.
 
     As in OpenCompass: the sentence after "the answer is" (last committed statement),
@@ -172,7 +172,32 @@ def bbh_freeform_postprocess(text: Any) -> str:
     see :mod:`._labels`), a count in a concluding sentence, or a closing list of single
     words; anything else is ''. OpenCompass would return the first line of the
     reasoning instead.
+
+    With the dataset row (``test_item``, passed by the pipeline) whose gold
+    (``target``) is a number, as in object counting and arithmetic, only a number
+    (in digits or words) is an answer: "Let me think step by step." or "Unknown" is
+    '', an extraction failure, not a wrong answer that counts as extracted.
     """
+    found = _freeform_answer(text)
+    if found and _number_task(test_item) and not _CANONICAL_NUMBER.fullmatch(found):
+        return ""
+    return found
+
+
+# The form normalize_freeform gives every number ("8", "-33", "2.5", "3/4").
+_CANONICAL_NUMBER = compile_lazily(r"-?\d+(?:\.\d+)?(?:/\d+)?")
+
+
+def _number_task(test_item: Mapping[str, Any] | None) -> bool:
+    """Whether the row's gold (BBH's ``target`` column) is a number."""
+    gold = test_item.get("target") if isinstance(test_item, Mapping) else None
+    if isinstance(gold, bool) or not isinstance(gold, (str, int, float)):
+        return False
+    return bool(_CANONICAL_NUMBER.fullmatch(_freeform_answer(str(gold))))
+
+
+def _freeform_answer(text: Any) -> str:
+    """:func:`bbh_freeform_postprocess` for any task: the answer whatever its kind."""
     reply = prepare(text)
     if not reply:
         return ""
