@@ -7,9 +7,12 @@ vLLM and SGLang give them for the whole prompt (``echo``), llama.cpp's server (t
 embedded model) and OpenAI chat models for the next token (single-token candidates,
 as option letters are). The gold ``'(D)'`` becomes ``'D'`` by ``bbh_mcq_postprocess``.
 
-Candidates are the letters a task's questions use: A-F (dates), A-C (three-object
-deduction), A-K (SVG shapes). Chance is about 1/6, 1/3 and 1/10. Abbrs end in ``-ppl``,
-so this config shares a work directory with ``bbh.py``.
+The template has a prompt for every letter a task's questions use: A-F (dates), A-C
+(three-object deduction), A-K (SVG shapes). Each question is scored over the options it
+lists only (``listed_options=True``): 38 of the 250 date questions offer (A)-(E), 200 of
+the 250 shape questions (A)-(J), and a letter the question does not offer is no answer.
+Chance, averaged over the questions, is 17.2% (dates), 33.3% (deduction) and 9.8%
+(shapes). Abbrs end in ``-ppl``, so this config shares a work directory with ``bbh.py``.
 
     python -m harness run bbh_ppl --limit 20
 """
@@ -19,7 +22,7 @@ from pathlib import Path
 from harness import (AccEvaluator, CustomDataset, PPLInferencer, PromptTemplate,
                      ZeroRetriever, bbh_mcq_postprocess)
 
-#: Task → its option letters.
+#: Task → the option letters its questions use (each question offers some of them).
 TASKS = {"date_understanding": "ABCDEF", "logical_deduction_three_objects": "ABC",
          "geometric_shapes": "ABCDEFGHIJK"}
 
@@ -33,7 +36,7 @@ def task_description(task):
 
 
 def bbh_ppl_dataset(task, letters):
-    """One task: a candidate prompt per option letter."""
+    """One task: a candidate prompt per option letter its questions use."""
     prompt = f"{task_description(task)}\n\nQ: {{input}}\nA: The answer is ("
     return dict(
         abbr=f"bbh-{task}-ppl",
@@ -44,7 +47,8 @@ def bbh_ppl_dataset(task, letters):
             prompt_template=dict(type=PromptTemplate,
                                  template={letter: prompt + letter for letter in letters}),
             retriever=dict(type=ZeroRetriever),
-            inferencer=dict(type=PPLInferencer),  # normalization='sum', method='auto'
+            # normalization='sum', method='auto'; each row's candidates: the options it lists
+            inferencer=dict(type=PPLInferencer, listed_options=True),
         ),
         eval_cfg=dict(evaluator=dict(type=AccEvaluator),
                       dataset_postprocessor=dict(type=bbh_mcq_postprocess)),  # '(D)' → 'D'

@@ -125,7 +125,7 @@ def check_row(spec: DatasetSpec, row: Mapping[str, Any], line: int) -> None:
         if column not in row:
             raise DatasetError(f"missing column (the row has: {', '.join(row) or 'nothing'})",
                                path=str(spec.reader.path), line=line, field=column)
-    if spec.ppl is not None and spec.output_column:
+    if spec.ppl is not None:
         from .ppl.labels import check_label
 
         check_label(spec, row, line)

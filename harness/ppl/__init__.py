@@ -6,7 +6,7 @@
 - ``requests``: echo and next-token request bodies and how replies are read;
 - ``probe``: what an endpoint offers, asked once;
 - ``runner``: ``PPLRunner.complete``, the model stage's hook for a PPL sample;
-- ``labels``: each gold label must be a candidate.
+- ``labels``: the candidates a row offers; its gold label must be one of them.
 
 Names are loaded on first use (PEP 562): every config is checked against
 ``PPLInferencer``, and only a PPL run needs the runner (and the model client).

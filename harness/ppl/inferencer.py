@@ -27,13 +27,18 @@ class PPLInferencer:
     some of the template's labels, as in OpenCompass. ``top_logprobs`` is how many next
     tokens the ``next_token`` method asks for.
 
+    ``listed_options=True`` (labels that are option letters) makes each row's candidates
+    only the letters it lists, read as the multiple-choice postprocessors read them
+    (columns named ``A``, ``B`` … with a value, else the "(A) …" lines of its text): a
+    question with options (A)–(E) is not scored over a template's (F).
+
     OpenCompass's ``normalizing_str`` (a calibration: the candidate's PPL after a
     neutral context is subtracted) is not supported and is a ``ConfigError``.
     """
 
     def __init__(self, normalization: str = "sum", method: str = "auto",
                  labels: Sequence[Any] | None = None, top_logprobs: int = 20,
-                 **inert: Any) -> None:
+                 listed_options: bool = False, **inert: Any) -> None:
         if "normalizing_str" in inert:
             raise ConfigError("normalizing_str (OpenCompass's calibration by a neutral "
                               "prompt) is not supported; use normalization='sum', "
@@ -41,7 +46,7 @@ class PPLInferencer:
         unknown = sorted(set(inert) - set(INERT_KEYS))
         if unknown:
             raise ConfigError("unknown key for PPLInferencer (it takes normalization, "
-                              "method, labels, top_logprobs)", field=unknown[0])
+                              "method, labels, top_logprobs, listed_options)", field=unknown[0])
         # Imported here: every config is checked against this class, few are PPL ones.
         from .choice import NORMALIZATIONS
 
@@ -59,16 +64,23 @@ class PPLInferencer:
                                    or not isinstance(labels, Sequence) or len(labels) < 2):
             raise ConfigError(f"must be a list of at least two labels, not {labels!r}",
                               field="labels")
+        if not isinstance(listed_options, bool):
+            raise ConfigError(f"must be True or False, not {listed_options!r}",
+                              field="listed_options")
         self.normalization = normalization
         self.method = method
         self.labels = None if labels is None else tuple(str(label) for label in labels)
         self.top_logprobs = top_logprobs
+        self.listed_options = listed_options
 
     def gen_params(self) -> dict[str, Any]:
         """What keys the dataset's samples (never sent: likelihood requests carry their
         own parameters, see ``harness.ppl.requests``)."""
-        return {"ppl": {"method": self.method, "normalization": self.normalization,
-                        "labels": self.labels, "top_logprobs": self.top_logprobs}}
+        params = {"method": self.method, "normalization": self.normalization,
+                  "labels": self.labels, "top_logprobs": self.top_logprobs}
+        if self.listed_options:  # only when set: other PPL datasets keep their keys
+            params["listed_options"] = True
+        return {"ppl": params}
 
     def check_template(self, template: Any) -> tuple[str, ...]:
         """The candidate labels of ``template`` (a ``ConfigError`` at ``prompt_template``
@@ -79,10 +91,13 @@ class PPLInferencer:
             raise ConfigError("PPLInferencer needs one prompt per candidate label: "
                               "template={'A': '...Answer: A', 'B': '...Answer: B'}",
                               field="prompt_template.template")
-        if self.labels is None:
-            return template.labels
-        missing = [label for label in self.labels if label not in template.candidates]
+        labels = template.labels if self.labels is None else self.labels
+        missing = [label for label in labels if label not in template.candidates]
         if missing:
             raise ConfigError(f"labels {missing} have no prompt in the template (its "
                               f"labels: {', '.join(template.labels)})", field="inferencer.labels")
-        return self.labels
+        other = [label for label in labels if len(label) != 1 or not "A" <= label <= "Z"]
+        if self.listed_options and other:
+            raise ConfigError(f"needs option letters A-Z as labels, not {other}",
+                              field="inferencer.listed_options")
+        return labels

@@ -30,6 +30,7 @@ from ..records import Completion, Sample
 from ..retry import BadResponse
 from ..stages.calls import Reply, Shared
 from .choice import UNDECIDABLE_CAUSE, Likelihood, choose, common_prefix, token_boundary
+from .labels import row_labels
 from .probe import UnsupportedLikelihoodError, probe
 from .requests import (
     ECHO_PARAMS,
@@ -210,7 +211,7 @@ class Plan:
         values = {c: sample.row.get(c) for c in dataset.input_columns}
         rendered = dataset.template.render_candidates(values)
         self.sample, self.api, self.top = sample, sample.api, ppl.top_logprobs
-        self.candidates = {label: rendered[label] for label in ppl.labels}
+        self.candidates = {label: rendered[label] for label in row_labels(ppl, sample.row)}
         if self.api == "completions":
             self.texts = {label: as_text(m) for label, m in self.candidates.items()}
             texts = list(self.texts.values())
