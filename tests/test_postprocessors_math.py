@@ -60,6 +60,16 @@ MATH = [
      r"The answer is $\boxed{\frac{\sqrt{2}}{2}}$ (or $\sqrt{2}/2$).", r"\frac{\sqrt{2}}{2}"),
     ("just-kidding-retracts", r"$\boxed{\frac{5}{6}}$. Just kidding, it is $\frac{2}{5}$.",
      r"\frac{2}{5}"),
+    ("no-wait-retracts",
+     r"So the answer is $\frac{14}{3}$... no wait, $f(0) = \frac{-2}{-2}$ is wrong here: "
+     r"$f(0) = 0$, so the sum is $\frac{11}{3}$.", r"\frac{11}{3}"),
+    ("wait-retracts-a-box",
+     r"So $\boxed{\frac{14}{3}}$... wait, $f(0) = 0$, so the sum is $\frac{11}{3}$.",
+     r"\frac{11}{3}"),
+    ("no-wait-names-no-new-answer", r"So the answer is $\boxed{\frac{14}{3}}$. No wait, $f(0)$ "
+     r"is not 1.", ""),
+    ("wait-let-me-verify-keeps-the-box", r"So $\boxed{\frac{14}{3}}$. Wait, let me verify: "
+     r"$2 + \frac{5}{3} + 1 = \frac{14}{3}$. Yes.", r"\frac{14}{3}"),
     # empty / truncated
     ("empty", "", ""),
     ("no-answer", "We cannot simplify this further without more information.", ""),

@@ -3,8 +3,9 @@
 A reply can state an answer more than once. A careful grader reads them in order:
 the same answer repeated is fine; a later, different answer replaces the earlier
 one only when the model visibly corrects itself ("Wait, actually …") or declares it
-final ("The final answer is …"); two different answers with no correction, or a hedge
-("B or C"), earn nothing.
+final ("The final answer is …"); two different answers with no correction, a hedge
+("B or C"), or a correction that says no without naming another answer ("No wait, let
+me redo this"), earn nothing.
 """
 
 from __future__ import annotations
@@ -18,15 +19,21 @@ from ._lazy_re import compile_lazily
 from ._text import may_match
 
 
-class _Hedge:
-    """Marker value of a statement that names several answers at once."""
+class _Marker:
+    """A candidate value that is no answer, named by its repr."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
 
     def __repr__(self) -> str:
-        return "HEDGE"
+        return self._name
 
 
-HEDGE: Any = _Hedge()
+HEDGE: Any = _Marker("HEDGE")
 """Candidate value for "B or C", "either A or D", "A and B": never a committed answer."""
+WITHDRAWN: Any = _Marker("WITHDRAWN")
+"""Candidate value of a change of mind that says no to the answer before it without
+naming another ("18. No wait, let me redo this."): no answer stands until a later one."""
 
 
 CONCLUDING = 1
@@ -68,18 +75,49 @@ CORRECTION = compile_lazily(
     re.IGNORECASE,
 )
 
-# A visible change of mind after the answer was given ("12... wait, actually 14").
-# A plain "wait, let me check" is not one: what follows is a check, not a new answer.
+# "wait" as an interjection opens a clause (after a sentence end, an ellipsis, a dash, a
+# comma or emphasis) and is followed by punctuation: "she has to wait 3 hours" and "no,
+# wait times are long" hold none.
+_MARKS = ".!?…\n,;:—–(*-"
+_WAIT = r"wait\**[ \t]*(?:[,.!:;…—–]|-(?!\w))"
+
+
+def _opening(word: str) -> str:
+    """A pattern for ``word`` opening a clause, perhaps after one space. Its first letter
+    comes before the look-behinds, so the regex engine tries them only where it stands."""
+    first = word[0]
+    return rf"{first}(?:(?<![^{_MARKS}]{first})|(?<=[{_MARKS}][ \t]{first})){word[1:]}"
+
+
+# What a bare "wait" opens when it checks the answer instead of changing it: "Wait, let
+# me check", "Wait, is that right?", "Wait, maybe I should verify".
+_CHECK = (r"[ \t,.!:;…—–-]*(?:let\b|maybe|perhaps|but\b|I\s+(?:should|will|need|want)\b|I'll"
+          r"|(?:is|are|was|were|am|does|do|did|should|could|would|can|will|has|have|had"
+          r"|what|why|how|where|which|who)\b)")
+
+# A visible change of mind after the answer was given ("12... wait, actually 14", "18.
+# No wait, she sells 11 eggs, so 22"). A plain "wait, let me check" is not one: what
+# follows is a check, not a new answer; "no, wait" rejects whatever follows.
 RETRACTION = compile_lazily(
     r"(?i:\b(?:wait|hmm|hold\s+on|oh)\b[\s,.!…-]*"
     r"(?:no\b|actually\b|I\s+made|that'?s\s+(?:wrong|not)"
-    r"|correction)|\b(?:correction|oops|scratch\s+that|just\s+kidding|on\s+second\s+thought"
+    rf"|correction)|{_opening('no')}[ \t]*[,.!…—–-]*[ \t]*{_WAIT}|{_opening(_WAIT)}(?!{_CHECK})"
+    r"|\b(?:correction|oops|scratch\s+that|just\s+kidding|on\s+second\s+thought"
     r"|I\s+made\s+an?\s+(?:\w+\s+)?(?:mistake|error)|I\s+was\s+wrong)\b"
     r"|(?:^|(?<=[.!?…\n]))[ \t]*actually\b(?![\s,]+(?:we|let|I)\s+(?:can|could|might|should)\b)"
     r"|等等|不对|错了|更正)"
 )
 """A visible change of mind after an answer was given; stricter than CORRECTION,
 which only needs to tell two different answers apart."""
+
+_SAYS_NO = compile_lazily(r"(?i:\bno\b)|不对|错了")
+
+
+def rejects(retraction: str) -> bool:
+    """Whether a RETRACTION match says no to the answer before it ("No wait", "Wait,
+    no", "Hmm, no"), rather than pausing over it ("Wait, actually", "Hold on"): with no
+    new answer after it, the old one no longer stands (see :data:`WITHDRAWN`)."""
+    return bool(_SAYS_NO.search(retraction))
 
 TAKEN_BACK = compile_lazily(
     r"(?i:\b(?:wrong|incorrect|mistake|error|misread|mis(?:calculat|count)\w*|oops"
@@ -152,9 +190,10 @@ def commit(candidates: Sequence[Candidate], text: str,
     settled = 0  # the rank of the statement the current answer came from
     prev_end = 0
     for cand in sorted(candidates, key=lambda c: c.start):
-        if current is None:
-            current, settled = cand.value, cand.final
-        elif cand.value is not HEDGE and current is not HEDGE and eq(cand.value, current):
+        if current is None or current is WITHDRAWN:
+            current, conflict, settled = cand.value, False, cand.final
+        elif (not isinstance(cand.value, _Marker) and current is not HEDGE
+              and eq(cand.value, current)):
             current = cand.value  # the same answer; keep its latest spelling
             settled = max(settled, cand.final)
         elif CORRECTION.search(text[prev_end:cand.end]) or cand.final > settled:
@@ -164,7 +203,7 @@ def commit(candidates: Sequence[Candidate], text: str,
         else:
             current, conflict, settled = cand.value, True, cand.final
         prev_end = max(prev_end, cand.end)
-    if conflict or current is HEDGE:
+    if conflict or isinstance(current, _Marker):
         return None
     return current
 

@@ -18,7 +18,7 @@ import re
 import string
 from dataclasses import dataclass
 
-from ._commit import HEDGE, RETRACTION, Candidate, commit, committed_clause
+from ._commit import HEDGE, RETRACTION, WITHDRAWN, Candidate, commit, committed_clause, rejects
 from ._lazy_re import compile_lazily
 from ._text import FOREIGN_CUE, LINE_END, span_after
 
@@ -149,20 +149,30 @@ _RESTATED = compile_lazily(
     r"|(?i:make\s+(?:it|that)|I\s+(?:choose|pick|mean)))?\s*"
     r"(?:(?i:option|choice)\s+)?[(\[]?(?P<letter>[A-Z])[)\]]?"
     r"(?:\s*(?:,|/|(?i:or|and))\s*[(\[]?(?P<other>[A-Z])[)\]]?)?[ \t]*[.!]?[ \t]*")
+# Or the change of mind reasons its way to an option that closes its line: "No wait,
+# re-reading, tomorrow would be 12/25/2006, so (E)."
+_CONCLUDED = compile_lazily(
+    r"\b(?i:so|thus|therefore|hence|then)\b[\s,]*"
+    r"(?:(?i:it|that)(?:'s|’s|\s+is|\s+should\s+be|\s+must\s+be)\s*)?"
+    r"(?:(?i:option|choice)\s+)?[(\[](?P<letter>[A-Z])[)\]]"
+    r"(?:\s*(?:,|/|(?i:or|and))\s*[(\[]?(?P<other>[A-Z])[)\]]?)?[ \t]*[.!]?[ \t]*$")
 
 
 def _retractions(text: str, stated: list[Candidate], options: str) -> list[Candidate]:
     """After an answer statement, a visible change of mind whose sentence only names an
-    option ("Just kidding, it is (A).", "Wait, actually it's (A)"): the new answer, as a
+    option ("Just kidding, it is (A).", "Wait, actually it's (A)") or whose line
+    concludes with one ("No wait, re-reading, … so (E)."): the new answer, as a
     correction of the earlier one (a hedge when it names two)."""
     found = []
     for m in RETRACTION.finditer(text, stated[0].start):
         rest = span_after(text, m.end(), LINE_END)
-        restated = _RESTATED.fullmatch(rest)
+        restated = _RESTATED.fullmatch(rest) or _CONCLUDED.search(rest)
         if restated and restated.group("letter") in options:
             letter, other = restated.group("letter", "other")
             found.append(Candidate(m.start(), m.end() + len(rest),
                                    HEDGE if other and other != letter else letter))
+        elif rejects(m.group(0)):
+            found.append(Candidate(m.start(), m.end() + len(rest), WITHDRAWN))
     return found
 
 

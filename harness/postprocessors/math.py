@@ -14,11 +14,13 @@ from ._commit import (
     HEDGE,
     RETRACTION,
     TAKEN_BACK,
+    WITHDRAWN,
     Candidate,
     box_rank,
     commit,
     committed_clause,
     rank,
+    rejects,
 )
 from ._lazy_re import compile_lazily
 from ._numeric import normalize_numerals, retraction_value
@@ -260,6 +262,9 @@ def math_postprocess_v2(text: Any) -> str:
                     return ""
             elif (value := closing_answer(tail) or _rejected_for(tail)) is not None:
                 cands.append(Candidate(cands[-1].end, len(reply), value))
+            elif any(rejects(m.group(0)) for m in RETRACTION.finditer(tail)):
+                # "\boxed{7}. No wait, the second term is negative." names no new answer.
+                cands.append(Candidate(cands[-1].end, len(reply), WITHDRAWN))
         found = commit(cands, reply, same_latex)
         return found if isinstance(found, str) else ""
     return closing_answer(reply) or ""

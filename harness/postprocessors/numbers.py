@@ -12,11 +12,13 @@ from ._commit import (
     DECLARED,
     HEDGE,
     RETRACTION,
+    WITHDRAWN,
     Candidate,
     box_rank,
     commit,
     committed_clause,
     rank,
+    rejects,
 )
 from ._conclusion import concluded_number, concludes
 from ._lazy_re import compile_lazily
@@ -88,6 +90,13 @@ def _cue_value(span: str) -> str | None:
     return HEDGE if hedged(span) else span_value(span)
 
 
+def _until_retraction(span: str) -> str:
+    """An answer span up to where the model takes it back in the same sentence ("18 —
+    no, wait: she sells 11 eggs, so 22"): what follows is the correction, not the answer."""
+    cut = RETRACTION.search(span) if may_match(span, _RETRACT_WORDS) else None
+    return span[:cut.start()] if cut else span
+
+
 def _statements(text: str) -> list[Candidate]:
     """Explicit final answers: ``#### N``, ``\\boxed{N}``, "the answer is N", and after
     one of those, a retraction that gives a new number. ``####`` and answer statements
@@ -104,7 +113,7 @@ def _statements(text: str) -> list[Candidate]:
     cues = _CUE.finditer(text) if may_match(text, _CUE_WORDS) else ()
     for m in cues:
         if committed_clause(text, m.start()):
-            end = m.end() + len(span_after(text, m.end()))
+            end = m.end() + len(_until_retraction(span_after(text, m.end())))
             found.append((m.start(), end, _cue_value(text[m.end():end]),
                           rank(text, m.start(), end, DECLARED)))
     found = [c for c in found if c[2] is not None]
@@ -120,6 +129,8 @@ def _statements(text: str) -> list[Candidate]:
         if any(m.end() <= c[0] < m.end() + len(span) for c in found):
             continue
         value = retraction_value(span)
+        if value is None and rejects(m.group(0)):
+            value = WITHDRAWN  # "No wait, she also sells the muffins' eggs." names none
         if value is not None:
             found.append((m.start(), m.end() + len(span), value, 0))
     return [Candidate(*c) for c in sorted(found, key=lambda c: c[:2])]
@@ -158,7 +169,13 @@ def gsm8k_postprocess(text: Any) -> str:
         if cut_inside_answer(reply, last.end):
             return ""
         tail = reply[last.end:]
-        if (reply.startswith("\\boxed", last.start) and last.final == 0 and concludes(tail)
+        if last.value is WITHDRAWN and not looks_truncated(tail):
+            # "18. No wait, she also sells the muffins' eggs.\n…\nSo she makes $22.":
+            # the answer is the one the correction goes on to conclude with.
+            value = concluded_number(tail, reply[:last.end])
+            if value is not None:
+                cands.append(Candidate(last.end, len(reply), value))
+        elif (reply.startswith("\\boxed", last.start) and last.final == 0 and concludes(tail)
                 and without_closing_markup(tail)[-1:] in _SENTENCE_CLOSE):
             # "3 × 60 = \boxed{180} downloads … So 366 downloads in total.": the box
             # held an intermediate result; the closing sentence is the answer.
