@@ -73,6 +73,18 @@ GSM8K = [
     ("negative", "The answer is -3.", "-3"),
     ("unicode-minus", "The answer is \u22123.", "-3"),
     ("binary-minus-not-sign", "16-3 = 13. The answer is 13", "13"),
+    ("below-zero-aside", "Average: −30 ÷ 3 = −10.\n\nThe average highest temperature is "
+     "**−10 °F** (10 degrees below zero).", "-10"),
+    ("below-zero-after-ie", "The temperature in the morning was **−3 °C**, i.e. 3 degrees "
+     "below zero.", "-3"),
+    ("below-zero-alone", "In the morning it was 3°C below zero.", "-3"),
+    ("below-zero-in-words", "In the morning it was ten degrees below zero.", "-10"),
+    ("below-zero-stated-answer", "The answer is 3 degrees below zero.", "-3"),
+    ("below-freezing-celsius-aside", "The morning temperature was **-3°C** (3 degrees below "
+     "freezing).", "-3"),
+    ("minus-digits", "It was minus 3 degrees Celsius in the morning.", "-3"),
+    ("negative-digits", "The answer is negative 12.", "-12"),
+    ("minus-between-numbers-subtracts", "She has 10 minus 3 eggs left, so 7 eggs.", "7"),
     # full-width
     ("full-width-digits", "The answer is １８.", "18"),
     ("full-width-comma-number", "答案是 １，０００", "1000"),

@@ -196,6 +196,40 @@ def retraction_value(span: str, *, result_only: bool = False) -> str | None:
     return None if result_only else span_value(cleaned)
 
 
+# "minus 3" and "negative 3" with digits: a sign, unless a number or a bracket comes
+# right before it ("10 minus 3" subtracts).
+_SIGN_WORD = compile_lazily(r"(?<![\d)\]}%][ \t])\b(?:minus|negative)[ \t]+(?=\d)", re.IGNORECASE)
+# "3 degrees below zero", "3°C below freezing": the number restated as a temperature
+# under zero; "below freezing" is that only on the Celsius scale.
+_BELOW_ZERO = compile_lazily(
+    r"(?<![\w.-])(?P<number>\d+(?:\.\d+)?)(?P<unit>[ \t]*(?:°(?:[ \t]*[CF]\b)?|degrees?\b"
+    r"(?:[ \t]+(?:Celsius|Fahrenheit|C|F)\b)?)?)[ \t]+below[ \t]+(?:(?P<zero>zero|0)|freezing)\b",
+    re.IGNORECASE)
+# A Fahrenheit reading near "below freezing" (which then means below 32).
+_FAHRENHEIT = compile_lazily(r"°[ \t]*F\b|\bFahrenheit\b|\bdegrees?[ \t]+F\b", re.IGNORECASE)
+
+
+def signed_words(text: str) -> str:
+    """Signs written in words as a minus sign: "minus 3" and "negative 3" → ``-3``,
+    "3 degrees below zero" → ``-3 degrees``, "3°C below freezing" → ``-3°C``.
+
+    A grader reads "−3 °C, i.e. 3 degrees below zero" as one answer, −3; read as digits
+    the restatement gave 3 or, "zero" being a number word, 0. "Below freezing" near a
+    Fahrenheit reading is left as written: 3 degrees below freezing is then 29 °F.
+    """
+    if "inus" in text or "egative" in text:
+        text = _SIGN_WORD.sub("-", text)
+    if "below" in text:
+        text = _BELOW_ZERO.sub(lambda m: _below_zero(m, text), text)
+    return text
+
+
+def _below_zero(m: re.Match[str], text: str) -> str:
+    if not m.group("zero") and _FAHRENHEIT.search(text, max(0, m.start() - 40), m.end()):
+        return m.group(0)
+    return f"-{m.group('number')}{m.group('unit')}"
+
+
 _UNITS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
     "fifteen sixteen seventeen eighteen nineteen".split())}
@@ -257,7 +291,8 @@ _ONE_PRONOUN_AFTER = compile_lazily(r"(?i:\s+(?:of|another|by|at\s+a\s+time|who|
 
 
 def words_to_digits(text: str) -> str:
-    """English number words as digits: "one thousand four hundred thirty" → ``1430``."""
+    """English number words as digits: "one thousand four hundred thirty" → ``1430``,
+    "ten degrees below zero" → ``-10 degrees`` (see :func:`signed_words`)."""
     def digits(m: re.Match[str]) -> str:
         words = [w for w in re.split(r"[\s-]+", m.group(0).lower()) if w]
         if words == ["one"] and (_ONE_PRONOUN_BEFORE.search(text, 0, m.start())
@@ -267,4 +302,4 @@ def words_to_digits(text: str) -> str:
         if read is None or read[1] != len(words):
             return m.group(0)
         return str(read[0])
-    return _NUMBER_WORD.sub(digits, text)
+    return signed_words(_NUMBER_WORD.sub(digits, text))

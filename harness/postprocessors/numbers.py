@@ -29,6 +29,7 @@ from ._numeric import (
     hedged,
     normalize_numerals,
     retraction_value,
+    signed_words,
     span_value,
     words_to_digits,
 )
@@ -149,7 +150,8 @@ def gsm8k_postprocess(text: Any) -> str:
     Without an explicit answer, the number the reply concludes with counts (see
     :mod:`._conclusion`: restated givens, rejected numbers, check lines and a closing
     verification are passed over; a hedge or a range is ''). Number and magnitude
-    words count ("eighteen", "2.5 million"). Text after an invented
+    words count ("eighteen", "2.5 million"), and so do signs in words ("minus 3", "3
+    degrees below zero": -3). Text after an invented
     "Question:"/"Q:"/"Problem:" is cut first (OpenCompass cuts only "Question:").
 
     Unlike OpenCompass, thousands separators of every kind are understood (``1,000``
@@ -162,7 +164,7 @@ def gsm8k_postprocess(text: Any) -> str:
     reply = prepare(text, unicode="width")
     if not reply:
         return ""
-    reply = normalize_numerals(reply)
+    reply = signed_words(normalize_numerals(reply))
     cands = _statements(reply)
     if cands:
         last = cands[-1]
