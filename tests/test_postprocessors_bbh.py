@@ -31,6 +31,9 @@ MCQ = [
     # several candidates
     ("two-answers", "So the answer is (A).\nSo the answer is (B).", ""),
     ("hedge", "So the answer is (A) or (B).", ""),
+    ("option-then-rejected-option", "Christmas Eve 1937 is 12/24/1937, so tomorrow is "
+     "12/25/1937, which is option (B), not (E).", "B"),
+    ("option-rather-than-options", "Tomorrow is 12/25/1937, so (B) rather than (E) or (F).", "B"),
     ("self-correction", "So the answer is (A). Wait, actually the answer is (C).", "C"),
     ("no-wait-concludes-another",
      "So the answer is (B)... no wait, re-reading, tomorrow would be 12/25/2006, so (E).", "E"),

@@ -87,6 +87,9 @@ FIRST_OPTION = [
     ("rejected-option-only", "(A) is incorrect.", ""),
     ("rejected-not-correct", "(B) is not correct. So (C).", "C"),
     ("and-rejected-is-not-hedge", "The answer is (A) and (B) is wrong.", "A"),
+    ("concluding-then-rejected", "It moves east, so (B), not (A).", "B"),
+    ("concluding-then-rejected-list", "It moves east, so (B), not (A) or (C).", "B"),
+    ("either-with-a-rejection-is-a-hedge", "Either (B), not (A), or (C).", ""),
     # self-correction
     ("self-correction", "The answer is (A). Wait, actually the answer is (C).", "C"),
     ("self-correction-after-hedge", "The answer is B or C. Actually, the answer is C.", "C"),

@@ -177,13 +177,18 @@ def _retractions(text: str, stated: list[Candidate], options: str) -> list[Candi
 
 
 def tokens(text: str, options: str) -> list[Token]:
-    """Option-shaped letters from ``options`` in text order, minus negated mentions."""
+    """Option-shaped letters from ``options`` in text order, minus negated mentions
+    ("not (E)", "(A) is wrong", the "(F)" of "(B), not (E) or (F)")."""
     out = []
+    rejected_until = -1
     for m in _patterns(options)[1].finditer(text):
         name = m.lastgroup or ""
         letter = m.group(name)
-        if letter not in options or _negated(text, m.start()) or _REJECTED.match(text, m.end()):
+        if (letter not in options or m.start() < rejected_until or _negated(text, m.start())
+                or _REJECTED.match(text, m.end())):
             continue
+        if after := REJECTED_AFTER.match(text, m.end()):
+            rejected_until = after.end()
         out.append(Token(m.start(), m.end(), letter, _SHAPES[name]))
     return out
 
@@ -201,6 +206,15 @@ _REJECTED = compile_lazily(
     r"(?i:incorrect|wrong|false|invalid|impossible|eliminated|ruled\s+out|out|too\s+\w+"
     r"|not\s+(?:correct|right|the\s+answer|possible|valid))\b"
 )
+
+
+# "(B), not (E)": options named after a letter only to be rejected, as "14, not 12"
+# rejects a number (see _numeric.NEGATED); the letter before them still ends its sentence.
+REJECTED_AFTER = compile_lazily(
+    r"[ \t]*,?[ \t]*(?i:and[ \t]+)?(?i:not|rather[ \t]+than|instead[ \t]+of)[ \t]+"
+    r"(?:(?i:option|choice)[ \t]+)?[(\[]?[A-Z][)\]]?"
+    r"(?:[ \t]+(?i:or|nor|and)[ \t]+[(\[]?[A-Z][)\]]?)*(?![\w'])")
+"""Options rejected right after an option token: ", not (E)", " rather than (C) or (D)"."""
 
 
 def _negated(text: str, start: int) -> bool:

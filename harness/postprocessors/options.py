@@ -77,7 +77,10 @@ def _concluding(text: str, toks: list[_letters.Token], options: str) -> Any:
         if _line_start(text, tok.start) and rest:
             continue  # "C. 16" leads a line of a list; it concludes nothing
         closes = tok.shape == "line" or (tok.shape == "." and text[tok.end - 1] == ".")
-        if closes or _SENTENCE_END.match(text, tok.end):
+        # Options rejected after it ("…, which is (B), not (E).") do not keep it from
+        # ending its sentence.
+        rejected = _letters.REJECTED_AFTER.match(text, tok.end)
+        if closes or _SENTENCE_END.match(text, rejected.end() if rejected else tok.end):
             cands.append(Candidate(tok.start, tok.end, _letters.value(tok, text, options)))
     return commit(cands, text) if cands else None
 
