@@ -1,7 +1,7 @@
 """Graceful Ctrl-C for the command line (the library never installs signal handlers).
 
-The first SIGINT or SIGTERM cancels the run: no new requests start, and writes already
-under way (the store writer's shielded commit, closing the store) finish; then the CLI
+The first SIGINT or SIGTERM cancels the run: no new requests start, every reply and
+verdict already received is committed, and the store is closed; then the CLI
 prints how to resume and exits non-zero. A second signal, or cleanup that outlasts
 ``grace`` seconds, exits at once: SQLite's write-ahead log keeps the store consistent
 even then, since every commit is atomic.

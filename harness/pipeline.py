@@ -5,7 +5,8 @@ The path of a sample is drawn in README.md ("How it works"); each stage's module
 what it does. Every stream is bounded, so a slow stage blocks the ones before it
 (backpressure) and memory holds at most a few buffers of samples, never the dataset.
 End-of-stream flows stage by stage: each task closes its send streams when its input
-ends. A stage that raises cancels the others; the store writer shields its last commit.
+ends. A stage that raises cancels the others; the store writer then commits, shielded,
+what the stages still send as they stop (``harness.stages.write``).
 """
 
 from __future__ import annotations

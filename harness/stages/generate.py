@@ -127,7 +127,7 @@ class Likelihoods:
             return clients.ready.get(sample.model) or await clients.get(sample.model)
 
         async def keep(row: Completion) -> None:
-            await send(store_send, row)
+            await send(store_send, row, shield=True)  # a paid-for request
 
         completion = await self.runner().complete(
             sample, self.datasets[sample.dataset], clients.models[sample.model].identity(),
@@ -167,7 +167,8 @@ async def generate(receive: ObjectReceiveStream[Sample], clients: ModelClients,
                     reply = (completion.text, completion.finish_reason, completion.reasoning)
             finally:
                 calls.finish(sample.key, reply)
-            await send(store_send, completion)
+            # Shielded: a received reply was paid for, cancelled or not.
+            await send(store_send, completion, shield=True)
             await outlet.put(completion)
 
 

@@ -200,5 +200,6 @@ async def judge_ask(receive: ObjectReceiveStream[JudgeRequest], judges: Judges,
                 calls.finish(request.key, final)
             counts.done += 1
             counts.failed += result.judge_status == "error"
-            await send(store_send, fresh)
+            # Shielded: a verdict received was paid for, cancelled or not.
+            await send(store_send, fresh, shield=True)
             await _finish(request, result, store_send, collect)

@@ -17,12 +17,19 @@ from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 T = TypeVar("T")
 
 
-async def send(stream: ObjectSendStream[T], item: T) -> None:
-    """``stream.send(item)``, without a checkpoint when the stream has room."""
+async def send(stream: ObjectSendStream[T], item: T, *, shield: bool = False) -> None:
+    """``stream.send(item)``, without a checkpoint when the stream has room.
+
+    ``shield``: a cancellation does not withdraw the item, the send waits for room
+    instead; for what was paid for (a reply, a verdict), sent to the store writer, which
+    takes what is sent until every sender has stopped (``write_store``) and breaks the
+    stream if it fails, so the wait always ends.
+    """
     try:
         stream.send_nowait(item)
     except anyio.WouldBlock:
-        await stream.send(item)
+        with anyio.CancelScope(shield=shield):
+            await stream.send(item)
 
 
 async def receive(stream: ObjectReceiveStream[T]) -> T | None:
