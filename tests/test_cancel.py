@@ -1,8 +1,11 @@
 """Cancelling a run (a cancel scope around ``evaluate``, Ctrl-C): every reply and
-verdict already received is stored, so a resumed run pays for none of them again."""
+verdict already received is stored, so a resumed run pays for none of them again, and
+the run ends as a cancellation whatever its stages were doing."""
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -12,6 +15,7 @@ import harness
 from harness import pipeline
 from harness.client import ModelClient
 from harness.errors import StoreError
+from harness.interrupt import run_until_signal
 from harness.store import Store
 from harness.testing import FakeOpenAI
 
@@ -20,6 +24,7 @@ from .helpers import (
     count_stored,
     expected_correct,
     fake_judge,
+    model_and_judge,
     model_cfg,
     write_arith,
     write_config,
@@ -129,3 +134,55 @@ async def test_a_failing_store_writer_stops_the_run_with_replies_waiting_for_it(
         stop = CancelOnLastReply(monkeypatch, cancel=cancel, full_disk=True)
         with anyio.fail_after(30), stop.scope, pytest.raises(StoreError, match="disk is full"):
             await harness.evaluate(cfg, work_dir=tmp_path / "w", concurrency=N)
+
+
+def reply_after_the_judge_stopped(monkeypatch: pytest.MonkeyPatch,
+                                  stop: Callable[[], None]) -> None:
+    """At the model's reply to a sample the rules get wrong (one for the judge), call
+    ``stop`` (the run's cancellation), and hand the reply over only once the judge's
+    lookup stage has stopped: as a task resumed by its reply in the loop turn that
+    cancelled the run runs on, with no checkpoint, to a stream whose reader is gone."""
+    judge_stopped = anyio.Event()
+    lookup, complete = pipeline.judge_lookup, ModelClient.complete
+
+    async def watched_lookup(*args: Any) -> None:
+        try:
+            await lookup(*args)
+        finally:
+            judge_stopped.set()
+
+    async def held_complete(client: ModelClient, messages: Any, *args: Any) -> Any:
+        reply = await complete(client, messages, *args)
+        if messages[-1]["content"] == "What is 3 + 4?":  # 8: wrong, so judged
+            stop()
+            with anyio.CancelScope(shield=True):
+                await judge_stopped.wait()
+        return reply
+
+    monkeypatch.setattr(pipeline, "judge_lookup", watched_lookup)
+    monkeypatch.setattr(ModelClient, "complete", held_complete)
+
+
+@pytest.fixture
+async def cascade(tmp_path):
+    """A cascade config of four samples, two of them for the judge, and its server."""
+    data = write_arith(tmp_path / "a.jsonl", 4)
+    async with FakeOpenAI(responder=model_and_judge) as srv:
+        yield write_judge_config(tmp_path / "cfg.py", data, srv.base_url)
+
+
+async def test_a_cancelled_cascade_ends_as_a_cancellation(cascade, tmp_path, monkeypatch):
+    scope = anyio.CancelScope()
+    reply_after_the_judge_stopped(monkeypatch, scope.cancel)
+    with anyio.fail_after(30), scope:
+        await harness.evaluate(cascade, work_dir=tmp_path / "w", concurrency=4)
+    assert scope.cancelled_caught
+
+
+async def test_ctrl_c_ends_a_cascade_as_an_interrupt(cascade, tmp_path, monkeypatch):
+    """The ``KeyboardInterrupt`` the command line turns into exit code 130 and the
+    resume hint."""
+    reply_after_the_judge_stopped(monkeypatch, lambda: signal.raise_signal(signal.SIGINT))
+    with anyio.fail_after(30), pytest.raises(KeyboardInterrupt):
+        await run_until_signal(lambda: harness.evaluate(cascade, work_dir=tmp_path / "w",
+                                                        concurrency=4), grace=60)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TypeVar
 
 import anyio
+from anyio.lowlevel import checkpoint_if_cancelled
 from anyio.streams.memory import MemoryObjectReceiveStream as ObjectReceiveStream
 from anyio.streams.memory import MemoryObjectSendStream as ObjectSendStream
 
@@ -24,12 +25,22 @@ async def send(stream: ObjectSendStream[T], item: T, *, shield: bool = False) ->
     instead; for what was paid for (a reply, a verdict), sent to the store writer, which
     takes what is sent until every sender has stopped (``write_store``) and breaks the
     stream if it fails, so the wait always ends.
+
+    A stream whose receiving stage has stopped raises ``BrokenResourceError``, but in a
+    task being cancelled the cancellation instead: that stage stopped because of it, and
+    a run that is cancelled must end as a cancellation, whatever its stages were doing.
     """
     try:
-        stream.send_nowait(item)
-    except anyio.WouldBlock:
-        with anyio.CancelScope(shield=shield):
-            await stream.send(item)
+        try:
+            stream.send_nowait(item)
+        except anyio.WouldBlock:
+            with anyio.CancelScope(shield=shield):
+                await stream.send(item)
+    except anyio.BrokenResourceError:
+        # Without a checkpoint of its own, a task resumed in the loop turn that cancelled
+        # the run can get here after the receiver has stopped.
+        await checkpoint_if_cancelled()
+        raise
 
 
 async def receive(stream: ObjectReceiveStream[T]) -> T | None:
