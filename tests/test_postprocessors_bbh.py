@@ -171,3 +171,16 @@ def test_real_chain_of_thought_exemplars_extract_their_answer(task: str) -> None
             assert bbh_mcq_postprocess(reply) == stated[1]
         else:
             assert bbh_freeform_postprocess(reply) == stated
+
+
+@pytest.mark.parametrize(("reply", "answer"), [
+    ("So the answer is 7. No wait, I forgot the piano, so 8.", "8"),
+    ("The answer is 5.\nNo wait, 6.", "6"),
+    ("So the answer is valid. Hmm, no, the argument is invalid.", "invalid"),
+    ("So the answer is 7. No wait, let me recount.", ""),  # taken back, none named
+    # not a change of mind: a check that confirms, and "wait" as a verb
+    ("The answer is 5. Wait, is that right? Yes, 5.", "5"),
+    ("So the answer is 12. I had to wait, then count again: 12 items.", "12"),
+])
+def test_freeform_self_correction_counts_its_new_answer(reply, answer):
+    assert bbh_freeform_postprocess(reply) == answer

@@ -11,23 +11,30 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ._bbh_answer import normalize_freeform
 from ._boxed import find_boxed
-from ._commit import HEDGE, Candidate, commit, committed_clause
+from ._commit import (
+    RETRACTION,
+    WITHDRAWN,
+    Candidate,
+    commit,
+    committed_clause,
+    rejects,
+)
 from ._conclusion import concluded_number
-from ._labels import FOREIGN_LABELS, closing_label
+from ._labels import closing_label
 from ._lazy_re import compile_lazily
 from ._numeric import (
     NEGATED,
     NUMBER,
     normalize_numerals,
-    span_value,
     words_to_digits,
-    words_to_number,
 )
 from ._registry import POSTPROCESSORS
 from ._text import (
     FOREIGN_CUE,
     HORIZONTAL_RULE,
+    LINE_END,
     appeal_proof,
     inline_answer_headings,
     looks_truncated,
@@ -68,97 +75,6 @@ _CUE = compile_lazily(
 # A ticked checkbox ("- [x] No") is the answer it ticks.
 _TICKED = compile_lazily(r"(?im)^[ \t*-]*\[[xX✓✔]\][ \t]*(.+)$")
 _COUNT_CUE = compile_lazily(r"(?im)^[ \t*#>-]*total[ \t]*[:=]?[ \t]*(?=\S*\d)")
-_HEDGE = compile_lazily(r"(?:either\s+)?(\S+)\s+or\s+(\S+)")
-# A label may be followed by its reason: "yes, because …", "yes (Bob tells the truth)".
-_REASON = r"(?:$|[,.;:!]|\s*[(\[]|\s+[-–—]|\s+(?:because|since|as)\b)"
-_YES_NO = compile_lazily(rf"(yes|no){_REASON}")
-_TRUE_FALSE = compile_lazily(rf"(true|false){_REASON}")
-_VALID = compile_lazily(r"(?:the\s+argument\s+is\s+)?(not\s+)?(?:deductively\s+)?(valid|invalid)\b")
-# Words before a count that a grader reads past: "a total of 12", "I have twelve fruits".
-_COUNT_LEAD = compile_lazily(
-    r"(?:(?:a\s+)?total\s+(?:of\s+)?|(?:i|we|you)\s+have\s+|there\s+(?:are|is)\s+"
-    r"|it\s+is\s+|it's\s+|exactly\s+)+"
-)
-# "7, not 8" and "not 8 but 7" settle on 7 (a label or a number only, see _atom).
-_CONTRAST = compile_lazily(
-    r"(?P<kept>.+?)\s*,\s*(?:and\s+)?not\s+.+|not\s+.+?,?\s+but\s+(?P<but>.+)")
-_LATEX = compile_lazily(r"\\(?:boxed|text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
-_BRACKETS = "()[]{}<>"
-
-
-def _number(low: str) -> str | None:
-    """A numeric answer in digits or words ("seven", "minus twelve"), canonical."""
-    digits = normalize_numerals(low)
-    if re.match(r"\s*[-$]?\s*\d", digits):
-        return span_value(digits)
-    words = [w for w in re.split(r"[\s-]+", re.sub(r"[^\w\s-]", " ", low)) if w]
-    read = words_to_number(words)
-    # Only a number answer, perhaps with a unit ("seven fruits"); not a list of words
-    # that happens to start with one.
-    if read and len(words) - read[1] <= 2 and not any(
-            words_to_number([w]) for w in words[read[1]:]):
-        return str(read[0])
-    return None
-
-
-def _atom(low: str) -> str | None:
-    """A label (Yes/No, True/False, valid/invalid) or a number, canonical; else None."""
-    for pattern, names in ((_YES_NO, {"yes": "Yes", "no": "No"}),
-                           (_TRUE_FALSE, {"true": "True", "false": "False"})):
-        m = pattern.match(low)
-        if m:
-            return names[m.group(1)]
-    m = _VALID.match(low)
-    if m:
-        # "not valid" and "invalid" are one answer; "not invalid" is valid.
-        return "invalid" if bool(m.group(1)) != (m.group(2) == "invalid") else "valid"
-    number = _number(low)
-    if number is None:
-        lead = _COUNT_LEAD.match(low)
-        number = _number(low[lead.end():]) if lead else None
-    if number is None and "=" in low:
-        # "A - B = 46 - 22 = 24": a computation stated as the answer gives its result.
-        number = _number(low.rsplit("=", 1)[1])
-    return number
-
-
-def normalize_freeform(answer: str) -> Any:
-    """The canonical form of one free-form BBH answer ('' when empty, HEDGE for "X or Y").
-
-    ``Yes``/``No``, ``True``/``False`` and ``valid``/``invalid`` in any case and with
-    trailing reasons ("not valid" is ``invalid``); numbers in digits, also when written
-    as words or after "a total of"; "7, not 8" is 7; bracket sequences spaced
-    (``'[(]'`` → ``'[ ( ]'``, the Dyck gold format); anything else a lower-case word
-    list without commas, quotes, a list's final "and" or extra spaces (``'Apple,
-    banana, and cherry'`` → ``'apple banana cherry'``, the word-sorting format).
-    """
-    value = _LATEX.sub(r"\1", _LATEX.sub(r"\1", answer))
-    value = re.sub(r"\$|\\[()\[\]]", "", value).strip().lstrip(":：").strip().strip("\"'`*").strip()
-    value = re.sub(r"[.。]+$", "", value).strip().strip("\"'`*").strip()
-    if not value:
-        return ""
-    low = re.sub(r"^that\s+", "", value.lower())
-    if low in FOREIGN_LABELS:
-        return FOREIGN_LABELS[low]
-    hedge = _HEDGE.fullmatch(low)
-    if hedge and hedge.group(1) != hedge.group(2):
-        return HEDGE
-    atom = _atom(low)
-    if atom is not None:
-        return atom
-    contrast = _CONTRAST.fullmatch(low)
-    if contrast:
-        atom = _atom(contrast.group("kept") or contrast.group("but"))
-        if atom is not None:
-            return atom
-    if all(c in _BRACKETS or c.isspace() or c == "," for c in value):
-        return " ".join(c for c in value if c in _BRACKETS)
-    if "," in low:
-        low = re.sub(r",\s*and\s+", ", ", low)  # "a, b, and c": the Oxford comma's "and"
-    low = re.sub(r"(?<![\w])'|'(?!\w)", " ", low)  # quotes around words, not "don't"
-    return " ".join(re.sub(r"[^\w\s'-]", " ", low).split())
-
-
 @POSTPROCESSORS.register("bbh-freeform", "bbh_freeform_postprocess")
 @appeal_proof
 def bbh_freeform_postprocess(text: Any, test_item: Mapping[str, Any] | None = None) -> str:
@@ -214,6 +130,7 @@ def _freeform_answer(text: Any) -> str:
         content = re.sub(r"\\text\{([^{}]*)\}", r"\1", content)
         cands.append(Candidate(start, end, normalize_freeform(content)))
     if cands:
+        cands += _retractions(reply, cands)
         found = commit(sorted(cands, key=lambda c: c.start), reply)
         return found if isinstance(found, str) else ""
     if looks_truncated(reply):
@@ -224,6 +141,29 @@ def _freeform_answer(text: Any) -> str:
         found = normalize_freeform(_LINE_MARK.sub("", lines[0]))  # a bare answer or a gold
         return found if isinstance(found, str) else ""
     return _closing(lines)
+
+
+def _retractions(reply: str, stated: list[Candidate]) -> list[Candidate]:
+    """After an answer statement, a visible change of mind whose line is a new answer
+    ("No wait, 6.", a label or a number alone) or closes on one ("So the answer is 7. No
+    wait, I forgot the piano, so 8." → 8, read as a closing label or count), as a
+    correction of the earlier one; one that says no and
+    names none withdraws it. A new answer statement on that line is a candidate of its
+    own already."""
+    found = []
+    for m in RETRACTION.finditer(reply, min(c.start for c in stated)):
+        rest = span_after(reply, m.end(), LINE_END)
+        if any(m.end() <= c.start < m.end() + len(rest) for c in stated):
+            continue
+        bare = normalize_freeform(rest)  # "No wait, 6." names its answer alone
+        if not (bare in _LABELS or _CANONICAL_NUMBER.fullmatch(bare)):
+            bare = _closing([rest]) if rest.strip() else ""
+        value = bare
+        if value:
+            found.append(Candidate(m.start(), m.end() + len(rest), value))
+        elif rejects(m.group(0)):
+            found.append(Candidate(m.start(), m.end() + len(rest), WITHDRAWN))
+    return found
 
 
 # Words a sentence of reasoning has and a bare answer (a label, a count, a sorted word
