@@ -69,11 +69,6 @@ def test_tokenizer_option_reaches_sacrebleu():
     assert zh["bleu"] != build_evaluator(dict(type="BleuEvaluator")).score(hyps, refs)["bleu"]
 
 
-def test_bad_tokenizer_is_a_config_error():
-    with pytest.raises(ValueError, match="BleuEvaluator"):
-        build_evaluator(dict(type="BleuEvaluator", tokenize="no-such-tokenizer"))
-
-
 def test_bootstrap_interval_agrees_with_sacrebleus_own():
     hyps, refs = ntrex(400)
     ev = build_evaluator(dict(type="BleuEvaluator"))

@@ -19,6 +19,8 @@ from .helpers import write_arith, write_config
     # sacrebleu takes True as word order 1 and -1 as five character n-grams.
     ("BleuEvaluator", "chrf_word_order", True), ("BleuEvaluator", "chrf_word_order", -1),
     ("BleuEvaluator", "chrf_word_order", "2"),
+    # sacrebleu's KeyError named no field
+    ("BleuEvaluator", "tokenize", "bogus"),
 ], ids=repr)
 def test_an_option_of_the_wrong_kind_is_refused_naming_it(evaluator, field, value):
     with pytest.raises(ConfigError, match=f"field '{field}'"):

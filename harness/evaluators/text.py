@@ -60,6 +60,12 @@ class BleuEvaluator(BaseEvaluator):
                               field="chrf_word_order")
         self._options = {"tokenize": tokenize, "lowercase": switch(lowercase, "lowercase"),
                          "chrf_word_order": chrf_word_order}
+        from sacrebleu.metrics import BLEU  # imported with the evaluator, as its metrics are
+
+        if tokenize is not None and tokenize not in BLEU.TOKENIZERS:
+            raise ConfigError(f"must be one of sacrebleu's tokenizers "
+                              f"({', '.join(BLEU.TOKENIZERS)}), not {tokenize!r}",
+                              field="tokenize")
         try:
             self._build_metrics()
         except (AssertionError, KeyError, ValueError) as exc:  # sacrebleu's own checks
