@@ -396,6 +396,28 @@ def test_math500(index: int, reply: str, correct: bool) -> None:
     assert detail["correct"] is correct
 
 
+@pytest.mark.parametrize("index,word", [(4, "Evelyn"), (97, "east"), (120, "even"),
+                                        (358, "ellipse"), (398, "Navin")])
+def test_math500_a_word_boxed_without_text_is_read_as_math_verify_reads_it_boxed(
+        index: int, word: str) -> None:
+    from math_verify import parse, verify
+
+    row = jsonl_row("math500", index)  # golds such as \text{Evelyn}
+    extracted = math_postprocess_v2(f"So the answer is $\\boxed{{{word}}}$.")
+    detail = MATHVerifyEvaluator().score_sample(extracted, row["answer"], row)
+    assert (detail["pred"], detail["correct"]) == (word, True)
+    assert verify(parse(f"\\boxed{{{row['answer']}}}"), parse(f"\\boxed{{{word}}}"))
+    wrong = MATHVerifyEvaluator().score_sample("west", row["answer"], row)
+    assert (wrong["pred"], wrong["correct"]) == ("west", False)
+
+
+def test_math_verify_does_not_box_a_prediction_of_several_words_whole() -> None:
+    """Boxed whole, prose would become one product of letters; read as it is, it keeps
+    math-verify's own extraction (here: none, an extraction failure)."""
+    detail = MATHVerifyEvaluator().score_sample("the answer is east", "\\text{east}")
+    assert (detail["pred"], detail["correct"]) == ("", False)
+
+
 
 
 def _math500_round_trip_failures() -> set[int]:

@@ -171,11 +171,19 @@ _DELIMITERS = ("$", "\\boxed", "\\fbox", "\\(", "\\[")
 _TEXT_COMMANDS = re.compile(r"\\(?:text|mathrm|mbox|textbf|operatorname|begin|end)\{[^{}]*\}")
 
 
+#: A one-word answer written without ``\\text`` (``Evelyn``, ``east``), as a box holds it.
+_WORD = re.compile(r"[A-Za-z]+")
+
+
 def _looks_bare(text: str) -> bool:
     """True for a short expression without delimiters or prose (``\\frac{1}{2}``,
-    ``(3, \\pi/2)``, ``\\text{Evelyn}``, a ``pmatrix``, ``\\$36``)."""
+    ``(3, \\pi/2)``, ``\\text{Evelyn}``, ``Evelyn``, a ``pmatrix``, ``\\$36``)."""
     if len(text) > 300:
         return False
+    # A word of 4+ letters marks prose, which must not be boxed whole; a word alone
+    # is not prose but an answer, as \boxed{Evelyn} reads.
+    if _WORD.fullmatch(text):
+        return True
     # Words inside \text{...} or environment names are part of an answer, not prose,
     # and an escaped dollar is a currency sign, not a math delimiter.
     core = _TEXT_COMMANDS.sub("", text).replace("\\$", "")
