@@ -558,21 +558,24 @@ async def test_workers_warm_up_while_the_first_model_requests_are_answered(arith
     assert multiprocessing.active_children() == []
 
 
+def _tower_at_row_5(body: dict[str, Any]) -> str:
+    """Right answers to the arithmetic rows, but a power tower math-verify cannot
+    finish comparing for row 5."""
+    question = body["messages"][-1]["content"]
+    if question.startswith("What is 5 +"):
+        return "So the answer is $\\boxed{10^{10^{10^{10^{10}}}}}$."
+    a = int(question.split()[2])
+    return f"The answer is $\\boxed{{{2 * a + 1}}}$."
+
+
 async def test_a_check_that_hangs_is_one_timeout_sample_and_the_run_finishes(arith, tmp_path):
     """math-verify's own alarms pushed out to an hour (as for a hang inside C code): the
     pool's limit stops the one pathological check; every other sample is scored."""
-    def reply(body: dict[str, Any]) -> str:
-        question = body["messages"][-1]["content"]
-        if question.startswith("What is 5 +"):
-            return "So the answer is $\\boxed{10^{10^{10^{10^{10}}}}}$."
-        a = int(question.split()[2])
-        return f"The answer is $\\boxed{{{2 * a + 1}}}$."
-
     evaluator = dict(type=harness.MATHVerifyEvaluator, parse_timeout=3600,
                      verify_timeout=3600, timeout=2)
     dataset = arith_dataset(arith, evaluator)
     dataset["eval_cfg"].pop("pred_postprocessor")  # math-verify reads the whole reply
-    async with FakeOpenAI(responder=reply) as srv:
+    async with FakeOpenAI(responder=_tower_at_row_5) as srv:
         report = await harness.evaluate(datasets=[dataset], models=[model_cfg(srv.base_url)],
                                         work_dir=tmp_path / "w")
     result = report.result("arith")
@@ -580,6 +583,23 @@ async def test_a_check_that_hangs_is_one_timeout_sample_and_the_run_finishes(ari
     assert result["correct"] == 39
     rows = (tmp_path / "w" / "details" / "fake" / "arith.jsonl").read_text().splitlines()
     assert '"status": "timeout"' in rows[5] and "exceeded 2 s" in rows[5]
+
+
+async def test_a_check_math_verifys_own_limit_cuts_short_is_a_timeout_not_wrong(arith,
+                                                                                 tmp_path):
+    """math-verify ends a comparison at its limit as "unequal" and only logs it: that
+    sample is a timeout, as if the pool had stopped it, not a wrong answer."""
+    evaluator = dict(type=harness.MATHVerifyEvaluator, verify_timeout=1, timeout=60)
+    dataset = arith_dataset(arith, evaluator)
+    dataset["eval_cfg"].pop("pred_postprocessor")  # math-verify reads the whole reply
+    async with FakeOpenAI(responder=_tower_at_row_5) as srv:
+        report = await harness.evaluate(datasets=[dataset], models=[model_cfg(srv.base_url)],
+                                        work_dir=tmp_path / "w")
+    result = report.result("arith")
+    assert result["counts"] == {"ok": 39, "timeout": 1}
+    rows = (tmp_path / "w" / "details" / "fake" / "arith.jsonl").read_text().splitlines()
+    assert '"status": "timeout"' in rows[5] \
+        and "math-verify's time limit cut the comparison short" in rows[5]
 
 
 async def test_a_call_sent_to_a_worker_that_just_died_is_placed_again():

@@ -10,6 +10,7 @@ the gold cannot be parsed.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from functools import lru_cache
@@ -67,7 +68,16 @@ class MATHVerifyEvaluator(BaseEvaluator):
 
     def score_sample(self, prediction: Any, reference: Any,
                      test_item: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Parse gold and prediction, then ``verify(gold, prediction)``."""
+        """Parse gold and prediction, then ``verify(gold, prediction)``; a check that
+        one of math-verify's own time limits cut short has ``outcome: "timeout"``."""
+        with _LimitWatch() as limits:
+            detail = self._check(prediction, reference)
+        if limits.fired:
+            detail.update(outcome="timeout", reason=f"math-verify's time limit cut the "
+                                                    f"{limits.fired} short")
+        return detail
+
+    def _check(self, prediction: Any, reference: Any) -> dict[str, Any]:
         from math_verify import verify
 
         gold = self._parse_gold(reference)
@@ -124,6 +134,38 @@ def warm_up_pairs() -> list[tuple[str, str]]:
                   (f"Therefore the answer is ${gold}$.", gold), (gold, gold),
                   (f"So we get $\\boxed{{{other}}}$.", gold)]
     return pairs
+
+
+class _LimitWatch(logging.Handler):
+    """Notes when math-verify's own time limit ends a parse or a comparison: it then
+    returns "unparsed" or "unequal" and only logs a warning, which this handler, on
+    math-verify's logger while the check runs, reads."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        #: What the limit cut short ("parsing", "comparison"), ``None`` while it did not fire.
+        self.fired: str | None = None
+        self._logger = logging.getLogger("math_verify")
+        self._level = self._logger.level
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.fired is None and (m := _LIMIT_FIRED.match(record.getMessage())):
+            self.fired = m[1]
+
+    def __enter__(self) -> _LimitWatch:
+        self._logger.addHandler(self)
+        # A logger silenced above warnings would drop the record before any handler.
+        if not self._logger.isEnabledFor(logging.WARNING):
+            self._logger.setLevel(logging.WARNING)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._logger.removeHandler(self)
+        self._logger.setLevel(self._level)
+
+
+#: math-verify's warnings when its limit fires (math_verify.parser, math_verify.grader).
+_LIMIT_FIRED = re.compile(r"Timeout during (parsing|comparison)")
 
 
 class _Unparsed(Exception):

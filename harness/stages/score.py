@@ -421,11 +421,6 @@ class Scorer:
             if detail.get("outcome") == "sandbox_error":
                 return result("sandbox_error", detail.get("pred"), reference, None,
                               detail.get("reason"), cause="the code sandbox failed"), False
-            if detail.get("outcome") == "timeout":
-                return result("timeout", detail.get("pred"), reference, False,
-                              detail.get("reason"), details={
-                                  k: v for k, v in detail.items()
-                                  if k not in ("pred", "answer", "correct")}), False
         # A check whose outcome is certain at once (math_fast) skips the worker.
         elif (fast := evaluator.fast_score(extracted, reference)
               if evaluator.needs_worker else None) is not None:
@@ -447,6 +442,13 @@ class Scorer:
             # Timed here, so the wait in a worker's pipe counts too: an over-estimate,
             # which only stores fewer outcomes.
             reproducible = limit is None or time.monotonic() - started < limit
+        if detail.get("outcome") == "timeout":
+            # A check cut short by the evaluator's own limit (a program, math-verify's
+            # comparison) has no verdict: counted apart, never silently wrong.
+            return result("timeout", detail.get("pred"), reference, False,
+                          detail.get("reason"), details={
+                              k: v for k, v in detail.items()
+                              if k not in ("pred", "answer", "correct")}), False
         return _from_detail(result, detail, extracted, reference), reproducible
 
 
