@@ -29,8 +29,9 @@ Only final, reproducible results are stored (``STORED_STATUSES``): never a pendi
 sample, a timeout, or a math-verify check that ran long enough for one of its own time
 limits to have cut it short (``Scorer``). A judged sample's row keeps the rule layer's
 result, the judge messages and the verdict key; a rerun takes the verdict from the
-verdicts table and combines it as a verdict lookup would, so it shows exactly what the
-store holds. Outcomes are derived data: losing rows only costs re-scoring.
+verdicts table and combines it as a verdict lookup would (only if it serves the judge,
+``JudgeRunner.serves``), so it shows exactly what the store holds. Outcomes are
+derived data: losing rows only costs re-scoring.
 """
 
 from __future__ import annotations

@@ -175,6 +175,8 @@ class VerdictRecord:
     completion_tokens: int = 0
     cached: bool = False
     cause: str | None = None
+    #: Re-asks the verdict took; for an ``unparsed`` one, all its judge allowed.
+    reasks: int = 0
 
 
 @record

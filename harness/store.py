@@ -51,7 +51,7 @@ from .records import OutcomeRow, StoreWrite, VerdictRecord
 if TYPE_CHECKING:
     from .sandbox import Execution
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 DB_NAME = "harness.db"
 
 # A rowid table, so rows lie in the order they were written, about the order a rerun
@@ -102,7 +102,8 @@ CREATE TABLE IF NOT EXISTS verdicts (
     requests INTEGER NOT NULL DEFAULT 0,
     prompt_tokens INTEGER NOT NULL DEFAULT 0,
     completion_tokens INTEGER NOT NULL DEFAULT 0,
-    updated REAL NOT NULL
+    updated REAL NOT NULL,
+    reasks INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS executions (
     key TEXT PRIMARY KEY,
@@ -117,10 +118,13 @@ CREATE TABLE IF NOT EXISTS executions (
 """ + _OUTCOMES_TABLE.format(name="IF NOT EXISTS outcomes")
 
 # A verdict that was paid for (ok or unparsed after its re-asks) is final; an error row
-# only records the failure and is replaced by the next attempt.
+# only records the failure and is replaced by the next attempt. An unparsed one is asked
+# again only by a judge allowed more re-asks (``JudgeRunner.serves``), whose answer or
+# longer try replaces it.
 _UPSERT_VERDICT = """
 INSERT INTO verdicts (key, judge, model, dataset, idx, replica, status, verdict, reply,
-                      probability, error, requests, prompt_tokens, completion_tokens, updated)
+                      probability, error, requests, prompt_tokens, completion_tokens, updated,
+                      reasks)
 VALUES {rows}
 ON CONFLICT(key) DO UPDATE SET
     status = excluded.status, verdict = excluded.verdict, reply = excluded.reply,
@@ -128,8 +132,10 @@ ON CONFLICT(key) DO UPDATE SET
     requests = verdicts.requests + excluded.requests,
     prompt_tokens = verdicts.prompt_tokens + excluded.prompt_tokens,
     completion_tokens = verdicts.completion_tokens + excluded.completion_tokens,
-    updated = excluded.updated
-WHERE verdicts.status = 'error'
+    updated = excluded.updated, reasks = excluded.reasks
+WHERE verdicts.status = 'error' OR (verdicts.status = 'unparsed' AND (
+    excluded.status = 'ok' OR (excluded.status = 'unparsed'
+                               AND excluded.reasks > verdicts.reasks)))
 """
 
 # An error never overwrites a stored success: a later failed retry of a sample that
@@ -176,8 +182,13 @@ _MIGRATE_4_TO_5 = (
     "ALTER TABLE outcomes_v5 RENAME TO outcomes",
 )
 
+# Schema 6 records the re-asks each verdict took. An unparsed verdict stored before
+# counts as given none: a judge that allows re-asks asks it again, once.
+_MIGRATE_5_TO_6 = ("ALTER TABLE verdicts ADD COLUMN reasks INTEGER NOT NULL DEFAULT 0",)
+
 #: The migrations that bring a store of each older version to the next one.
-_MIGRATIONS = {1: _MIGRATE_1_TO_2, 2: _MIGRATE_2_TO_3, 3: _MIGRATE_3_TO_4, 4: _MIGRATE_4_TO_5}
+_MIGRATIONS = {1: _MIGRATE_1_TO_2, 2: _MIGRATE_2_TO_3, 3: _MIGRATE_3_TO_4, 4: _MIGRATE_4_TO_5,
+               5: _MIGRATE_5_TO_6}
 
 # The same inputs give the same outcome, so a second write of a key only refreshes it.
 _UPSERT_OUTCOME = """
@@ -191,7 +202,7 @@ ON CONFLICT(key) DO UPDATE SET
 _LOOKUP_OUTCOMES = """
 SELECT o.key, o.outcome, v.key, v.judge, v.model, v.dataset, v.idx, v.replica, v.status,
        v.verdict, v.reply, v.probability, v.error, v.requests, v.prompt_tokens,
-       v.completion_tokens
+       v.completion_tokens, v.reasks
 FROM outcomes o LEFT JOIN verdicts v ON v.key = o.verdict AND v.status != 'error'
 WHERE o.key IN ({marks}) AND (o.verdict IS NULL OR v.key IS NOT NULL)
 """
@@ -530,7 +541,7 @@ class Store:
         if not keys:
             return {}
         sql = ("SELECT key, judge, model, dataset, idx, replica, status, verdict, reply, "
-               "probability, error, requests, prompt_tokens, completion_tokens "
+               "probability, error, requests, prompt_tokens, completion_tokens, reasks "
                f"FROM verdicts WHERE status != 'error' AND key IN ({','.join('?' * len(keys))})")
         return {row[0]: _cached_verdict(row)
                 for row in self._read(sql, keys, "reading verdicts failed")}
@@ -587,7 +598,7 @@ class Store:
                 verdicts += (item.key, item.judge, item.model, item.dataset, item.index,
                              item.replica, item.status, item.verdict, item.reply,
                              item.probability, item.error, item.requests,
-                             item.prompt_tokens, item.completion_tokens, now)
+                             item.prompt_tokens, item.completion_tokens, now, item.reasks)
             else:
                 c = item
                 predictions += (c.sample.key, c.sample.model, c.sample.dataset,
@@ -730,7 +741,7 @@ def _check_writable(path: Path) -> None:
 def _cached_verdict(row: Sequence[Any]) -> VerdictRecord:
     """A row of ``lookup_verdicts``'s columns as a stored (``cached``) verdict."""
     (key, judge, model, dataset, index, replica, status, verdict, reply, probability, error,
-     requests, prompt_tokens, completion_tokens) = row
+     requests, prompt_tokens, completion_tokens, reasks) = row
     return VerdictRecord(key, judge, model, dataset, index, replica, status, verdict, reply,
                          probability, error, requests, prompt_tokens, completion_tokens,
-                         cached=True)
+                         cached=True, reasks=reasks)

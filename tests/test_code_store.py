@@ -28,6 +28,7 @@ async def test_a_schema_2_store_gains_the_executions_table(tmp_path):
         pass
     con = sqlite3.connect(tmp_path / "harness.db")
     con.execute("DROP TABLE executions")
+    con.execute("ALTER TABLE verdicts DROP COLUMN reasks")  # added by schema 6
     con.execute("UPDATE meta SET value = '2' WHERE name = 'schema_version'")
     con.commit()
     con.close()

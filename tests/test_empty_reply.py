@@ -96,6 +96,7 @@ async def test_empty_replies_stored_by_schema_1_are_asked_again(tmp_path):
         # empty replies stored as answers after a single attempt.
         con = sqlite3.connect(tmp_path / "w" / "harness.db")
         con.execute("ALTER TABLE predictions DROP COLUMN reasoning")
+        con.execute("ALTER TABLE verdicts DROP COLUMN reasks")  # schema 6
         con.execute("UPDATE predictions SET text = '' WHERE idx < 5")
         con.execute("UPDATE meta SET value = '1' WHERE name = 'schema_version'")
         con.commit()

@@ -282,6 +282,7 @@ async def test_a_work_dir_from_before_models_were_recorded_is_rescored_by_name(s
     # What an earlier harness left: schema 1, no reasoning column, no models recorded.
     con = sqlite3.connect(work / "harness.db")
     con.execute("ALTER TABLE predictions DROP COLUMN reasoning")
+    con.execute("ALTER TABLE verdicts DROP COLUMN reasks")  # schema 6
     con.execute("DROP TABLE models")
     con.execute("UPDATE meta SET value = '1' WHERE name = 'schema_version'")
     con.commit()

@@ -422,6 +422,7 @@ async def test_schema_3_store_is_migrated_keeping_its_rows(tmp_path, server):
     await harness.evaluate(cfg, work_dir=work)
     con = sqlite3.connect(work / "harness.db")
     con.execute("DROP TABLE outcomes")  # what a schema-3 store looks like
+    con.execute("ALTER TABLE verdicts DROP COLUMN reasks")
     con.execute("UPDATE meta SET value = '3' WHERE name = 'schema_version'")
     con.commit()
     predictions = con.execute("SELECT * FROM predictions ORDER BY key").fetchall()
@@ -455,6 +456,7 @@ async def test_schema_4_store_keeps_its_outcomes_in_write_order(tmp_path, server
         UPDATE old SET updated = 1000 - (SELECT count(*) FROM old o WHERE o.key < old.key);
         DROP TABLE outcomes;
         ALTER TABLE old RENAME TO outcomes;
+        ALTER TABLE verdicts DROP COLUMN reasks;
         UPDATE meta SET value = '4' WHERE name = 'schema_version';
     """)
     con.close()

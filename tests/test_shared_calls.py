@@ -69,3 +69,23 @@ async def test_an_error_verdict_is_not_shared_and_its_commit_keeps_a_final_one()
     verdicts.finish("V", final)
     run.committed([VerdictRecord("V", "j", "m", "d", 0, 0, "error", None, None)])
     assert await verdicts.reuse("V") == final
+
+
+async def test_a_refused_unparsed_verdict_is_asked_again_and_its_commit_keeps_the_answer():
+    """S1 (no re-asks) gets an unparsed verdict; S2, allowed re-asks, refuses it, asks
+    and is answered; the writer then commits S1's row before S2's: S3, allowed re-asks
+    too, takes S2's answer rather than asking a third time."""
+    run = Calls(EmptyStore())
+    verdicts = run.verdicts
+    unparsed = VerdictRecord("V", "j", "m", "d", 0, 0, "unparsed", None, "Looks fine.")
+    answer = VerdictRecord("V", "j", "m", "d", 0, 0, "ok", "A", "A", reasks=1)
+
+    def allows_two(verdict: VerdictRecord) -> bool:
+        return verdict.status != "unparsed" or verdict.reasks >= 2
+
+    assert verdicts.claim("V")
+    verdicts.finish("V", unparsed)
+    assert not verdicts.claim("V") and await verdicts.reuse("V", allows_two) is None
+    verdicts.finish("V", answer)
+    run.committed([unparsed])
+    assert await verdicts.reuse("V", allows_two) == answer

@@ -5,7 +5,10 @@ parameters, the rendered judge messages and the replica index; a stored verdict 
 served with zero requests, so a rerun costs nothing and a changed template, judge or
 prediction re-judges exactly the samples it affects. An unreadable reply is re-asked a
 bounded number of times with a format reminder; if it stays unreadable it is recorded as
-``unparsed`` (its own count), never as "incorrect".
+``unparsed`` (its own count), never as "incorrect", with the re-asks it was given.
+``max_reasks`` is not part of the key, so a readable verdict serves every judge; an
+unparsed one serves only a judge allowed no more re-asks (``JudgeRunner.serves``), and
+any other asks again.
 """
 
 from __future__ import annotations
@@ -97,6 +100,12 @@ class JudgeRunner:
         key = self._key(messages, task.result.replica)
         return messages, key
 
+    def serves(self, verdict: VerdictRecord) -> bool:
+        """Whether a verdict already paid for (stored, or shared in this run) answers
+        this judge: a readable one does; an unparsed one only if it was given at least
+        the re-asks this judge allows, or a raised ``max_reasks`` would change nothing."""
+        return verdict.status != "unparsed" or verdict.reasks >= self.spec.max_reasks
+
     def cached(self, task: JudgeTask, verdict: VerdictRecord,
                messages: tuple[dict[str, str], ...]) -> SampleResult:
         """The result for a verdict served from the store (zero requests)."""
@@ -125,13 +134,13 @@ class JudgeRunner:
         parse = verdict_from_json if json_mode else parse_verdict
         reminder = JSON_FORMAT_REMINDER if json_mode else FORMAT_REMINDER
         conversation = list(messages)
-        requests = prompt_tokens = completion_tokens = 0
+        requests = prompt_tokens = completion_tokens = ask = 0
 
         def record(status: str, **fields: Any) -> VerdictRecord:
             return VerdictRecord(key, self.endpoint.name, base.model, base.dataset, base.index,
                                  base.replica, status, requests=requests,  # type: ignore[arg-type]
                                  prompt_tokens=prompt_tokens,
-                                 completion_tokens=completion_tokens, **fields)
+                                 completion_tokens=completion_tokens, reasks=ask, **fields)
 
         try:
             for ask in range(1 + spec.max_reasks):

@@ -73,10 +73,12 @@ class Shared(Generic[T]):
         self._in_flight[key] = None
         return True
 
-    async def reuse(self, key: str) -> T | None:
+    async def reuse(self, key: str, accept: Callable[[T], bool] | None = None) -> T | None:
         """For a key :meth:`claim` found asked: the result that call got (waiting for it
         while in flight), or ``None``: the caller makes the call, then calls
-        :meth:`finish`."""
+        :meth:`finish`. A result ``accept`` refuses (an unparsed verdict for a judge
+        allowed more re-asks) is ``None`` too."""
+        result: T | None
         if key in self._in_flight:
             waiter: _Waiter[T] = _Waiter()
             waiters = self._in_flight[key]
@@ -84,15 +86,16 @@ class Shared(Generic[T]):
                 waiters = self._in_flight[key] = []
             waiters.append(waiter)
             await waiter.event.wait()
-            if waiter.result is not None:
-                return waiter.result
+            result = waiter.result
         elif (done := self._uncommitted.get(key)) is not None:
-            return done
-        elif (hit := await self._stored(key)) is not None:
-            return hit
+            result = done
+        else:
+            result = await self._stored(key)
+        if result is not None and (accept is None or accept(result)):
+            return result
         # The first call got nothing usable, or the bits matched a key never asked.
         if key in self._in_flight:  # another waiter of a failed call asks first
-            return await self.reuse(key)
+            return await self.reuse(key, accept)
         self._in_flight[key] = None
         return None
 
@@ -105,9 +108,12 @@ class Shared(Generic[T]):
             waiter.result = result
             waiter.event.set()
 
-    def committed(self, key: str) -> None:
-        """``key``'s result is in the store now."""
-        self._uncommitted.pop(key, None)
+    def committed(self, key: str, result: object = None) -> None:
+        """``key``'s result (``result``, if given) is in the store now. A given one
+        leaves a later call's result in memory: the store holds that one only once its
+        own write is committed."""
+        if result is None or self._uncommitted.get(key) is result:
+            self._uncommitted.pop(key, None)
 
 
 class Calls:
@@ -132,4 +138,4 @@ class Calls:
                 if item.status == "ok":
                     self.predictions.committed(item.sample.key)
             elif isinstance(item, VerdictRecord) and item.status in FINAL_VERDICTS:
-                self.verdicts.committed(item.key)
+                self.verdicts.committed(item.key, item)

@@ -169,9 +169,9 @@ async def judge_lookup(receive: ObjectReceiveStream[JudgeTask], judges: Judges, 
             stored = await store.lookup_verdicts([r.key for r in requests])
             for request in requests:
                 verdict = stored.get(request.key)
-                if verdict is not None:
-                    await _reuse(request, verdict, judges.runners[request.task.result.dataset],
-                                 counts, store_send, collect)
+                runner = judges.runners[request.task.result.dataset]
+                if verdict is not None and runner.serves(verdict):
+                    await _reuse(request, verdict, runner, counts, store_send, collect)
                 else:
                     await send(ask_send, request)
 
@@ -180,11 +180,13 @@ async def judge_ask(receive: ObjectReceiveStream[JudgeRequest], judges: Judges,
                     store_send: ObjectSendStream[StoreWrite], collect: Collector,
                     counts: StageCounts, calls: Shared[VerdictRecord]) -> None:
     """Ask the judge about each request; the verdict to the store, the result on. A
-    request whose verdict key this run already asked takes that verdict (``calls``)."""
+    request whose verdict key this run already asked takes that verdict (``calls``), if
+    it serves the request's judge."""
     async with receive, store_send:
         while (request := await next_item(receive)) is not None:
             runner = judges.runners[request.task.result.dataset]
-            shared = None if calls.claim(request.key) else await calls.reuse(request.key)
+            shared = None if calls.claim(request.key) else await calls.reuse(
+                request.key, runner.serves)
             if shared is not None:
                 # As the store gives it on a rerun: what the verdict cost, marked reused.
                 await _reuse(request, replace(shared, cached=True), runner, counts,

@@ -180,8 +180,9 @@ def _restored(sample: Sample, prediction: str, text: str, verdict: VerdictRecord
     verdict handed to the judge stage and reused from the store (its runner counts the
     cache hit and combines the verdict, as a verdict lookup does)."""
     result, judged = restore(sample, prediction, text)
-    if judged is not None and verdict is None:
-        return None  # the store serves a judged outcome only with its verdict
+    if judged is not None and (verdict is None
+                               or not outcomes.runners[sample.dataset].serves(verdict)):
+        return None  # the store serves a judged outcome only with a verdict it may reuse
     if not empty_reply(prediction):
         progress.rules.done += 1
     if judged is None or verdict is None:
