@@ -80,7 +80,6 @@ class Accumulator:
     scored: int = 0
     cached: int = 0
     by_status: dict[str, int] = field(default_factory=dict)
-    rule_scored: int = 0
     rule_correct: int = 0
     llm_evaluated: int = 0
     llm_correct: int = 0
@@ -127,7 +126,6 @@ class Accumulator:
             self._metrics.add(result.index, result.status,
                               {**result.details, "correct": result.correct}, result.reference)
         if result.rule_correct is not None:  # a cascade's rule layer, judged or not
-            self.rule_scored += 1
             self.rule_correct += result.rule_correct
         if result.status in SCORED_STATUSES and self.mode != "infer":
             self.scored += 1
@@ -256,8 +254,9 @@ class Accumulator:
     def cascade_stats(self) -> dict[str, Any]:
         """The seed's ``cascade_stats``, plus ``unparsed``, ``judge_error`` and ``pending``.
 
-        ``total_samples`` and ``rule_*`` count every sample the rule layer decided (in
-        judge-only mode, every sample);
+        ``total_samples`` counts every sample, pending ones included, and
+        ``rule_accuracy`` is ``rule_correct`` over all of them: the lower bound of the
+        final score, as the seed defines it (a pending sample is not rule-correct);
         ``llm_evaluated`` counts samples the judge was asked about (cached verdicts
         included); ``llm_accuracy`` is over the verdicts the judge gave, an unreadable one
         counting as not correct (as the seed treats a paragraph) and a failed call left
@@ -265,12 +264,10 @@ class Accumulator:
         """
         pct = lambda a, b: 100.0 * a / b if b else 0.0  # noqa: E731
         answered = self.llm_evaluated - self.judge_errors
-        # Judge only: no rule layer decided anything; every sample is the judge's.
-        rule_total = self.rule_scored if self.judge_mode != "judge" else self.total
         pending = self.total - self.scored
         return {
-            "total_samples": rule_total, "rule_correct": self.rule_correct,
-            "rule_accuracy": pct(self.rule_correct, rule_total),
+            "total_samples": self.total, "rule_correct": self.rule_correct,
+            "rule_accuracy": pct(self.rule_correct, self.total),
             "llm_evaluated": self.llm_evaluated, "llm_correct": self.llm_correct,
             "llm_accuracy": pct(self.llm_correct, answered),
             "final_correct": self.correct,

@@ -81,6 +81,29 @@ async def test_judge_only_stats_count_every_sample_pending_ones_too(data, tmp_pa
     assert stats["total_samples"] == N  # was the scored ones only
 
 
+@pytest.mark.parametrize("mode", ["cascade", "parallel"])
+async def test_cascade_stats_count_pending_samples_as_the_seed_counts_samples(data, tmp_path,
+                                                                              mode):
+    """total_samples is every sample, and rule_accuracy (rule_correct over all of them)
+    is the lower bound of the final score, as the seed says, pending samples included."""
+    def faults(body, attempt):
+        failing = body["model"] != JUDGE_MODEL and "What is 0 + 1?" in json.dumps(body)
+        return Fault("server_error") if failing else None
+
+    async with FakeOpenAI(responder=model_and_judge, faults=faults) as srv:
+        cfg = write_judge_config(tmp_path / "cfg.py", data, srv.base_url, mode=mode)
+        model = dict(abbr="fake", path="fake-model", openai_api_base=srv.base_url,
+                     key="sk-model-not-a-secret", max_attempts=1)
+        report = await harness.evaluate(cfg, work_dir=tmp_path / "w", models=[model])
+    result = report.result("arith")
+    stats = result["cascade_stats"]
+    rule_correct = expected_cascade(N)["rule_correct"] - 1  # a = 0 was rule-correct
+    assert stats["pending"] == 1 and stats["rule_correct"] == rule_correct
+    assert stats["total_samples"] == N
+    assert stats["rule_accuracy"] == pytest.approx(100 * rule_correct / N)
+    assert stats["rule_accuracy"] <= result["accuracy_bounds"][0]
+
+
 async def test_cascade_details_show_both_layers(both, data, tmp_path):
     cfg = write_judge_config(tmp_path / "cfg.py", data, both.base_url, mode="cascade")
     await harness.evaluate(cfg, work_dir=tmp_path / "w")
