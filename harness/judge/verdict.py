@@ -66,7 +66,7 @@ _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>|◁/think▷", re.IG
 #: End-of-turn tokens a server leaked at the end of a reply.
 _END_TOKENS = re.compile(r"(?:<\|(?:im_end|eot_id|endoftext|end)\|>|</s>|<end_of_turn>)+\s*$")
 #: A code fence around the whole reply, with or without a language tag.
-_FENCE = re.compile(r"```(?:[\w-]*[ \t]*\n)?(.*?)\n?```", re.DOTALL)
+_FENCE = re.compile(r"```(?:(?P<tag>[\w-]*)[ \t]*\n)?(?P<body>.*?)\n?```", re.DOTALL)
 #: Wrappers around a whole verdict: LaTeX boxes and math, brackets.
 _WRAPPERS = (("\\boxed{", "}"), ("$$", "$$"), ("$", "$"), ("\\(", "\\)"), ("\\[", "\\]"),
              ("[[", "]]"), ("(", ")"), ("[", "]"), ("{", "}"), ("【", "】"))
@@ -92,9 +92,25 @@ def parse_verdict(text: str | None) -> Verdict | None:
     core = _strip_thinking(unicodedata.normalize("NFKC", text))
     if core is None:
         return None
-    core = _END_TOKENS.sub("", core).strip()
-    if (fence := _FENCE.fullmatch(core)) is not None:
-        core = fence.group(1)
+    return _read(_unfence(_END_TOKENS.sub("", core).strip()))
+
+
+def _unfence(core: str) -> str:
+    """``core`` without a code fence around all of it, or as it is.
+
+    A first line that reads as a verdict is content, not a language tag: ``B`` then
+    ``A`` in a fence are two verdicts, not an ``A``.
+    """
+    fence = _FENCE.fullmatch(core)
+    if fence is None:
+        return core
+    tag, body = fence.group("tag", "body")
+    return f"{tag}\n{body}" if tag and _read(tag) is not None else body
+
+
+def _read(core: str) -> Verdict | None:
+    """The verdict that ``core`` (a reply without reasoning, end tokens or fence) is
+    once its markup and decoration are peeled, or ``None``."""
     core = _strip_decoration(core.translate(_MARKUP))
     if core.endswith(")") and "(" not in core:  # an option letter: "A)"
         core = core[:-1].rstrip()
@@ -152,9 +168,7 @@ def verdict_from_json(text: str | None) -> Verdict | None:
     core = _strip_thinking(text)
     if core is None:
         return None
-    core = core.strip()
-    if (fence := _FENCE.fullmatch(core)) is not None:
-        core = fence.group(1)
+    core = _unfence(core.strip())
     try:
         data = json.loads(core)
     except (ValueError, RecursionError):
