@@ -315,7 +315,8 @@ _PENDING_ADVICE = {
     "model_error": "the model call failed for good: run the same command again to retry it",
     "judge_error": "the judge call failed for good: run the same command again to retry it",
     "judge_unparsed": "the judge's verdict stayed unreadable after its re-asks (a rerun "
-                      "keeps it): use a judge that answers A or B, or constrain its reply",
+                      "keeps it unless max_reasks is raised): use a judge that answers A "
+                      "or B, or constrain its reply",
     "eval_error": "the evaluator raised on the sample: fix it and re-score with --mode eval",
     "missing": "never predicted: run without --mode eval to predict it",
     "sandbox_error": "the code sandbox failed (not the program): run the same command "

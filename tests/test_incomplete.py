@@ -136,4 +136,4 @@ async def test_the_cli_says_which_pending_samples_a_rerun_retries(tmp_path):
     assert "model_error: the model call failed for good: run the same command again" in err
     assert "model_error: 1 × HTTP 500: " in err and "after 1 attempt" in err
     assert "judge_unparsed: the judge's verdict stayed unreadable after its re-asks " \
-           "(a rerun keeps it)" in err
+           "(a rerun keeps it unless max_reasks is raised)" in err
