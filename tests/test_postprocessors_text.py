@@ -305,7 +305,7 @@ def _random_replies(seed: int, count: int) -> list[str]:
 def test_may_match_never_skips_a_text_the_pattern_matches() -> None:
     from harness.postprocessors import _commit, _text, numbers
 
-    guarded = [(_text._APPEAL, _text._APPEAL_WORDS), (_commit.RETRACTION, numbers._RETRACT_WORDS),
+    guarded = [(_text._APPEAL, _text._APPEAL_WORDS), (_commit.RETRACTION, _commit.RETRACT_WORDS),
                (numbers._CUE, numbers._CUE_WORDS),
                (_commit._HYPOTHETICAL, _commit._HYPOTHETICAL_WORDS)]
     matched = 0

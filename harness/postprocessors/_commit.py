@@ -3,9 +3,10 @@
 A reply can state an answer more than once. A careful grader reads them in order:
 the same answer repeated is fine; a later, different answer replaces the earlier
 one only when the model visibly corrects itself ("Wait, actually …") or declares it
-final ("The final answer is …"); two different answers with no correction, a hedge
-("B or C"), or a correction that says no without naming another answer ("No wait, let
-me redo this"), earn nothing.
+final ("The final answer is …"); a conditional aside after a concluded answer ("If
+instead the pairs were ordered, there would be 20") is passed over; two different
+answers with no correction, a hedge ("B or C"), or a correction that says no without
+naming another answer ("No wait, let me redo this"), earn nothing.
 """
 
 from __future__ import annotations
@@ -110,6 +111,10 @@ RETRACTION = compile_lazily(
 """A visible change of mind after an answer was given; stricter than CORRECTION,
 which only needs to tell two different answers apart."""
 
+# Words each RETRACTION alternative needs (see may_match).
+RETRACT_WORDS = ("wait", "hmm", "hold", "oh", "correction", "oops", "scratch", "kidding",
+                 "second", "made", "wrong", "actually")
+
 _SAYS_NO = compile_lazily(r"(?i:\bno\b)|不对|错了")
 
 
@@ -166,15 +171,40 @@ def sentence_around(text: str, start: int, end: int) -> str:
     return text[low:high]
 
 
+def hypothetical(text: str, start: int, end: int) -> bool:
+    """Whether the sentence that holds ``start:end`` only entertains its answer ("If
+    instead the pairs were ordered, there would be \\boxed{20}")."""
+    sentence = sentence_around(text, start, end)
+    return bool(may_match(sentence, _HYPOTHETICAL_WORDS) and _HYPOTHETICAL.search(sentence))
+
+
 def rank(text: str, start: int, end: int, base: int) -> int:
     """``base`` (:data:`CONCLUDING` or :data:`DECLARED`) for the statement at
     ``start:end``, or 0 when its sentence is hypothetical: an answer offered under a
     condition never outranks one given plainly."""
     if not base:
         return base
-    sentence = sentence_around(text, start, end)
-    hypothetical = may_match(sentence, _HYPOTHETICAL_WORDS) and _HYPOTHETICAL.search(sentence)
-    return 0 if hypothetical else base
+    return 0 if hypothetical(text, start, end) else base
+
+
+def _replaces(cand: Candidate, text: str, since: int, settled: int) -> bool | None:
+    """Whether ``cand``, a different answer than the current one (stated with rank
+    ``settled``, ending at ``since``), replaces it; None when it is passed over.
+
+    A visible change of mind (RETRACTION) always replaces it. An aside under a
+    condition after a concluded or declared answer is passed over, since the model
+    committed before entertaining it ("… is \\boxed{42}. If we had instead been asked
+    for the area, it would be …"); after an answer given plainly it conflicts. A mere
+    correction word ("instead", "hmm", "let me recheck") replaces an answer only with a
+    statement of at least its rank, so a check or a comparison after a final answer
+    does not; a statement of higher rank replaces it without one.
+    """
+    between = text[since:cand.end]
+    if may_match(between, RETRACT_WORDS) and RETRACTION.search(between):
+        return True
+    if not cand.final and hypothetical(text, cand.start, cand.end):
+        return None if settled else False
+    return cand.final > settled or (cand.final == settled and bool(CORRECTION.search(between)))
 
 
 def commit(candidates: Sequence[Candidate], text: str,
@@ -195,13 +225,12 @@ def commit(candidates: Sequence[Candidate], text: str,
         elif (not isinstance(cand.value, _Marker) and current is not HEDGE
               and eq(cand.value, current)):
             current = cand.value  # the same answer; keep its latest spelling
+            # Restated with a higher rank, it settles a conflict as a new answer would.
+            conflict = conflict and cand.final <= settled
             settled = max(settled, cand.final)
-        elif CORRECTION.search(text[prev_end:cand.end]) or cand.final > settled:
-            # The correction may sit between the statements or open the new one; a
-            # final statement outranks earlier answers (an intermediate box, say).
-            current, conflict, settled = cand.value, False, cand.final
-        else:
-            current, conflict, settled = cand.value, True, cand.final
+        elif (replaces := _replaces(cand, text, prev_end, settled)) is not None:
+            # It took over, or conflicts; passed over (None), it never was an answer.
+            current, conflict, settled = cand.value, not replaces, cand.final
         prev_end = max(prev_end, cand.end)
     if conflict or isinstance(current, _Marker):
         return None

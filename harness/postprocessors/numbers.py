@@ -11,6 +11,7 @@ from ._commit import (
     CONCLUDING,
     DECLARED,
     HEDGE,
+    RETRACT_WORDS,
     RETRACTION,
     WITHDRAWN,
     Candidate,
@@ -59,9 +60,6 @@ _CUE = compile_lazily(
 )
 # The words an ASCII text needs for _CUE to match (see may_match).
 _CUE_WORDS = ("answer", *FOREIGN_CUE_WORDS)
-# Words each RETRACTION alternative needs (see may_match).
-_RETRACT_WORDS = ("wait", "hmm", "hold", "oh", "correction", "oops", "scratch", "kidding",
-                  "second", "made", "wrong", "actually")
 # Verification the model adds after working out its answer; its numbers are not answers.
 _CHECK_LINE = compile_lazily(
     r"(?im)^[ \t\W]*(?:check|verify|verification|sanity\s+check|double[- ]check\w*"
@@ -94,7 +92,7 @@ def _cue_value(span: str) -> str | None:
 def _until_retraction(span: str) -> str:
     """An answer span up to where the model takes it back in the same sentence ("18 —
     no, wait: she sells 11 eggs, so 22"): what follows is the correction, not the answer."""
-    cut = RETRACTION.search(span) if may_match(span, _RETRACT_WORDS) else None
+    cut = RETRACTION.search(span) if may_match(span, RETRACT_WORDS) else None
     return span[:cut.start()] if cut else span
 
 
@@ -121,7 +119,7 @@ def _statements(text: str) -> list[Candidate]:
     if not found:
         return []
     first = min(c[0] for c in found)
-    retractions = RETRACTION.finditer(text, first) if may_match(text, _RETRACT_WORDS) else ()
+    retractions = RETRACTION.finditer(text, first) if may_match(text, RETRACT_WORDS) else ()
     for m in retractions:
         # A retraction may run over a sentence break ("I made a mistake. It is 14."),
         # so it reads to the end of the line, unless an explicit answer on that line
