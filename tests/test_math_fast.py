@@ -196,6 +196,18 @@ def test_a_word_answer_without_text_is_decided_as_math_verify_does(evaluator, pr
     assert fast is None or fast == evaluator.score_sample(pred, gold)
 
 
+@pytest.mark.parametrize("pred, gold, correct", [
+    ("10\\,080", "10,\\!080", True), ("1\\,000", "1000", True), ("1\\!000", "1{,}000", True),
+    ("+1\\,000\\,000", "1000000", True), ("\\$2\\,500", "2500", True),
+    ("1\\,000", "0", False), ("10\\,080", "90", False), ("10\\,080", "10\\,081", False),
+])
+def test_a_thin_space_between_digit_groups_is_a_separator_on_both_paths(evaluator, pred, gold,
+                                                                        correct):
+    # math-verify alone reads "1\,000" as 0 and "10\,080" as 90.
+    assert evaluator.score_sample(pred, gold)["correct"] is correct
+    assert fast_detail(pred, gold) == evaluator.score_sample(pred, gold)
+
+
 def test_a_missing_reference_is_decided_as_math_verify_does(evaluator):
     for reference in (None, "", "  "):
         assert fast_detail("5", reference) == evaluator.score_sample("5", reference)

@@ -30,6 +30,11 @@ EQUAL = [
     ("106°", r"106^\circ"),
     ("٢٤٠", "240"),
     ("10 080", r"10,\!080"),
+    (r"10\,080", r"10,\!080"),   # a LaTeX thin space between digit groups
+    (r"10,\!080", r"10\,080"),
+    (r"1\,000", "1000"),
+    (r"1\!000", "1000"),
+    (r"1\,000\,000", r"1{,}000{,}000"),
 ]
 
 DIFFERENT = [
@@ -45,6 +50,10 @@ DIFFERENT = [
     ("3√13", r"\sqrt{13}"),
     ("106°", r"107^\circ"),
     ("10 080", "10080.5"),
+    (r"1\,000", "0"),          # math-verify alone reads 1\,000 as 0
+    (r"10\,080", "90"),        # and 10\,080 as 90
+    (r"1\,00", "100"),         # a group of two digits is no thousands group
+    (r"0{,}125", "125"),       # a decimal comma, not a separator
 ]
 
 

@@ -94,12 +94,16 @@ _SYMBOLS = {"π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ",
             "≠": "\\ne ", "θ": "\\theta "}
 _ROOT = re.compile(r"√\s*(\((?:[^()]|\([^()]*\))*\)|\d+(?:\.\d+)?|[A-Za-z])")
 _DEGREE = re.compile(r"\s*°")
-_DIGIT_GROUPS = re.compile(r"(?<![\d.])\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?![\d.])")
+# Digit groups split by a space or a LaTeX spacing (10\,080, 1\!000, 10{,}080, 10,\!080)
+# are joined, since math-verify reads 1\,000 as 0; not after a lone 0 (0{,}125 is 0.125).
+_DIGIT_GROUPS = re.compile(
+    r"(?<![\d.])[1-9]\d{0,2}(?:(?:[ \u00a0\u202f\u2009]|\\[,!]|\{,\}|,\\!)\d{3})+(?![\d.])")
 
 
 def unicode_math(text: str) -> str:
     """Unicode math as LaTeX math-verify parses: ``½``, ``3√13``, ``π/2``, ``106°``, digits
-    of other scripts, ``10 080`` with a space between its digit groups."""
+    of other scripts, ``10 080`` with a space or a LaTeX thin space between its digit
+    groups (``10\\,080``)."""
     text = _DIGIT_GROUPS.sub(lambda m: re.sub(r"\D", "", m.group(0)), text)
     if text.isascii():
         return text
