@@ -43,7 +43,7 @@ DETAILS_BUFFER = 256 * 1024
 MAX_CAUSES = 20
 
 # Built once (see ``harness.json_encode``): one details row per sample.
-_details_json = encoder(ensure_ascii=False, default=str)
+_details_json = encoder(ensure_ascii=False, default=str, allow_nan=False)
 
 
 def _in_order(offsets: list[tuple[int, int, int, int]]) -> bool:
@@ -54,10 +54,26 @@ def _in_order(offsets: list[tuple[int, int, int, int]]) -> bool:
 def details_line(row: Mapping[str, Any]) -> str:
     """One details-JSONL line. U+2028/U+2029 are escaped: valid JSON either way, but
     ``str.splitlines()`` (and JavaScript before ES2019) reads them as line breaks."""
-    text = _details_json(row)
+    try:
+        text = _details_json(row)
+    except ValueError:  # a NaN or an infinity: JSON has no such number
+        text = _details_json(_finite(row))
     if "\u2028" in text or "\u2029" in text:
         text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return text
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float written as text (``'nan'``, ``'inf'``),
+    as ``default=str`` writes any other value JSON has no form for: a bare ``NaN`` token
+    is not JSON, and strict readers of the details file refuse it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 @dataclass

@@ -7,9 +7,12 @@ import sqlite3
 
 import pytest
 
+import harness
 from harness.errors import SchemaVersionError, StoreError, WorkDirLockedError
 from harness.records import Completion, Sample
 from harness.store import Store
+
+from .helpers import model_cfg, write_arith
 
 
 def sample(key: str = "k1") -> Sample:
@@ -110,6 +113,30 @@ def test_a_details_line_is_one_line_whatever_the_model_wrote():
     # Readers split details files with str.splitlines(), which breaks at U+2028/U+2029.
     assert len(line.splitlines()) == 1
     assert json.loads(line)["prediction"] == text
+
+
+def _strict(constant: str) -> None:
+    raise ValueError(f"{constant} is not JSON")
+
+
+async def test_a_details_file_stays_json_when_a_postprocessor_returns_nan(server, tmp_path):
+    # A user's postprocessor returning float('nan') wrote a bare NaN token, which strict
+    # JSON readers (jq, JavaScript, most languages' parsers) refuse.
+    data = write_arith(tmp_path / "a.jsonl", 4)
+    cfg = tmp_path / "cfg.py"
+    cfg.write_text(
+        "from harness import CustomDataset, PromptTemplate, GenInferencer, AccEvaluator\n"
+        "def pp(text):\n    return float('nan') if 'add 1 and 2' in text else text\n"
+        f"datasets = [dict(abbr='arith', type=CustomDataset, path={str(data)!r},\n"
+        "    reader_cfg=dict(input_columns=['question'], output_column='answer'),\n"
+        "    infer_cfg=dict(prompt_template=dict(type=PromptTemplate, template='{question}'),\n"
+        "                   inferencer=dict(type=GenInferencer, max_out_len=16)),\n"
+        "    eval_cfg=dict(evaluator=dict(type=AccEvaluator), pred_postprocessor=dict(type=pp)))]\n"
+        f"models = [{model_cfg(server.base_url)!r}]\n")
+    await harness.evaluate(cfg, work_dir=tmp_path / "w")
+    lines = (tmp_path / "w/details/fake/arith.jsonl").read_text().splitlines()
+    rows = [json.loads(line, parse_constant=_strict) for line in lines]
+    assert len(rows) == 4 and any(r.get("pred") == "nan" for r in rows)
 
 
 def damage_a_tree_page(db) -> str:
