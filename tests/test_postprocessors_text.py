@@ -398,3 +398,26 @@ def test_number_pattern_finds_what_its_plain_spelling_finds() -> None:
         text = "".join(rng.choice("-.0123456789a )]/_x") for _ in range(rng.randint(0, 12)))
         assert [m.span() for m in NUMBER.finditer(text)] == \
             [m.span() for m in plain.finditer(text)], text
+
+
+def test_sentence_bounds_are_those_of_a_search_from_the_start():
+    # sentence_bounds finds breaks once per text (a reply with thousands of boxes asked
+    # for each box's sentence by searching from the start); the bounds must not change.
+    import random
+    import re
+
+    from harness.postprocessors._commit import sentence_bounds
+
+    breaks = re.compile(r"[.!?。！？](?=\s)|\n")
+
+    def searched(text: str, start: int, end: int) -> tuple[int, int]:
+        before = [m.end() for m in breaks.finditer(text, 0, start)]
+        after = breaks.search(text, end)
+        return before[-1] if before else 0, after.start() if after else len(text)
+
+    rng = random.Random(7)
+    for _ in range(5000):
+        text = "".join(rng.choice("ab .!?\n\t。！1") for _ in range(rng.randint(0, 24)))
+        start = rng.randint(0, len(text))
+        end = rng.randint(start, len(text))
+        assert sentence_bounds(text, start, end) == searched(text, start, end), (text, start)
