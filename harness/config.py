@@ -10,13 +10,15 @@ lists, as OpenCompass configs do) and optionally ``models = [dict(...)]`` and
 
 from __future__ import annotations
 
+import difflib
+import logging
 import runpy
 import sys
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from .config_keys import check_keys, construct, directory, positive, switch, within
@@ -29,6 +31,8 @@ from .postprocessors import build_postprocessor
 from .postprocessors.build import reference_form
 from .ppl.inferencer import PPLInferencer
 from .prompt import RawPromptTemplate
+
+_log = logging.getLogger(__name__)
 
 #: Keys of a dataset dict.
 DATASET_KEYS = ("abbr", "type", "path", "file_name", "reader_cfg", "infer_cfg", "eval_cfg", "n")
@@ -159,7 +163,7 @@ def load_config(path: str | Path) -> RunConfig:
         namespace = runpy.run_path(str(path))
     except SyntaxError as exc:
         raise ConfigError(f"syntax error: {exc.msg}", path=str(path), line=exc.lineno) from exc
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit() in a config is its error too
         line = _config_line(exc, path)
         raise ConfigError(f"{type(exc).__name__}: {exc}", path=str(path), line=line) from exc
     finally:
@@ -169,10 +173,14 @@ def load_config(path: str | Path) -> RunConfig:
 
 def config_from_namespace(namespace: Mapping[str, Any], path: Path | None = None) -> RunConfig:
     """Build a ``RunConfig`` from a config's variables (also used for in-code configs)."""
+    _check_names(namespace, path)
     raw = namespace.get("datasets")
+    lists = {name: value for name, value in namespace.items()
+             if name.endswith("_datasets") and isinstance(value, list)}
     if raw is None:
-        raw = [d for name, value in namespace.items()
-               if name.endswith("_datasets") and isinstance(value, list) for d in value]
+        raw = [d for value in lists.values() for d in value]
+    else:
+        _warn_left_out(raw, lists)
     if not raw:
         raise ConfigError("the config defines no datasets (a list named `datasets` or "
                           "ending in `_datasets`)", path=_s(path))
@@ -193,6 +201,37 @@ def config_from_namespace(namespace: Mapping[str, Any], path: Path | None = None
     with within("work_dir", _s(path)):
         work_dir = directory(namespace.get("work_dir"), None)
     return RunConfig(datasets, list(models), work_dir, path)
+
+
+#: The names a config's top level is read for, and what each holds.
+_TOP_LEVEL: dict[str, tuple[type, ...]] = {
+    "datasets": (list, tuple), "models": (list, tuple, Mapping), "work_dir": (str, PurePath)}
+
+
+def _check_names(namespace: Mapping[str, Any], path: Path | None) -> None:
+    """A top-level name one slip from a name harness reads, holding what that name
+    holds, while the name itself is absent (``model = [...]``, ``work_dri = '…'``), is
+    a ``ConfigError``: the run would otherwise go on without it (another model, another
+    directory) and exit 0. Other names are the config's own and are left alone."""
+    for name, value in namespace.items():
+        for known, kinds in _TOP_LEVEL.items():
+            if (known not in namespace and name != known and isinstance(value, kinds)
+                    and difflib.SequenceMatcher(None, name, known).ratio() >= 0.8):
+                raise ConfigError(f"the config defines {name!r}, which harness does not "
+                                  f"read; did you mean {known!r}?", path=_s(path))
+
+
+def _warn_left_out(datasets: Any, lists: Mapping[str, list[Any]]) -> None:
+    """Name each ``xxx_datasets`` list whose datasets ``datasets`` leaves out: with a
+    ``datasets`` list, that list is the run (the OpenCompass convention), and the others
+    are not run."""
+    chosen = {id(d) for d in datasets} if isinstance(datasets, (list, tuple)) else set()
+    for name, value in lists.items():
+        left = [d for d in value if id(d) not in chosen and d not in datasets]
+        if left:
+            _log.warning("the config's %s (%d dataset%s) is not in its `datasets` list, "
+                         "so it is not run; add it to `datasets` to run it", name, len(left),
+                         "s" * (len(left) != 1))
 
 
 def build_dataset(cfg: Mapping[str, Any], where: str, base: Path,

@@ -13,9 +13,11 @@ what the page shows (pure functions), :mod:`.render` and :mod:`.svg` write HTML,
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
+from ..errors import ConfigError
 from .data import DEFAULT_CAP, gather
 from .render import render_html
 
@@ -31,8 +33,15 @@ def write_report(work_dir: str | Path, output: str | Path | None = None,
     """
     out = Path(output) if output is not None else Path(work_dir) / "report.html"
     html = render_html(gather(work_dir, cap))
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    os.replace(tmp, out)
+    try:
+        if out.is_dir():  # os.replace would fail only after the whole page was written
+            raise IsADirectoryError(f"{out} is a directory; name the report's file")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(html, encoding="utf-8")
+        os.replace(tmp, out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):  # no half-written page left beside it
+            tmp.unlink()
+        raise ConfigError(f"cannot write the report: {exc}", field="--output") from exc
     return out
