@@ -214,6 +214,8 @@ def _check_names(namespace: Mapping[str, Any], path: Path | None) -> None:
     a ``ConfigError``: the run would otherwise go on without it (another model, another
     directory) and exit 0. Other names are the config's own and are left alone."""
     for name, value in namespace.items():
+        if name.endswith("_datasets"):  # read too: collected, or named if left out
+            continue
         for known, kinds in _TOP_LEVEL.items():
             if (known not in namespace and name != known and isinstance(value, kinds)
                     and difflib.SequenceMatcher(None, name, known).ratio() >= 0.8):

@@ -41,6 +41,7 @@ def test_a_name_one_slip_from_one_harness_reads_is_refused(tmp_path, line, meant
     "judge_models = [dict(abbr='j', path='j')]\n",  # the config's own name, far from models
     "mode = 'cascade'\n",  # close to models, but not a list of models
     "model = dict(abbr='m1', path='m')\n",  # beside a models list: the config's own
+    "d0_datasets = datasets\n",  # a list harness reads (and finds in datasets)
 ])
 def test_the_configs_own_names_are_left_alone(tmp_path, line):
     assert load_config(config(tmp_path, line)).datasets
