@@ -568,20 +568,25 @@ def _tower_at_row_5(body: dict[str, Any]) -> str:
     return f"The answer is $\\boxed{{{2 * a + 1}}}$."
 
 
-async def test_a_check_that_hangs_is_one_timeout_sample_and_the_run_finishes(arith, tmp_path):
-    """math-verify's own alarms pushed out to an hour (as for a hang inside C code): the
-    pool's limit stops the one pathological check; every other sample is scored."""
-    evaluator = dict(type=harness.MATHVerifyEvaluator, parse_timeout=3600,
-                     verify_timeout=3600, timeout=2)
-    dataset = arith_dataset(arith, evaluator)
+async def _run_tower(arith, tmp_path, **limits):
+    """The arithmetic run, scored by math-verify on whole replies under ``limits``, with
+    a pathological tower at row 5; its result and details lines."""
+    dataset = arith_dataset(arith, dict(type=harness.MATHVerifyEvaluator, **limits))
     dataset["eval_cfg"].pop("pred_postprocessor")  # math-verify reads the whole reply
     async with FakeOpenAI(responder=_tower_at_row_5) as srv:
         report = await harness.evaluate(datasets=[dataset], models=[model_cfg(srv.base_url)],
                                         work_dir=tmp_path / "w")
-    result = report.result("arith")
+    rows = (tmp_path / "w" / "details" / "fake" / "arith.jsonl").read_text().splitlines()
+    return report.result("arith"), rows
+
+
+async def test_a_check_that_hangs_is_one_timeout_sample_and_the_run_finishes(arith, tmp_path):
+    """math-verify's own alarms pushed out to an hour (as for a hang inside C code): the
+    pool's limit stops the one pathological check; every other sample is scored."""
+    result, rows = await _run_tower(arith, tmp_path, parse_timeout=3600,
+                                    verify_timeout=3600, timeout=2)
     assert result["counts"] == {"ok": 39, "timeout": 1}
     assert result["correct"] == 39
-    rows = (tmp_path / "w" / "details" / "fake" / "arith.jsonl").read_text().splitlines()
     assert '"status": "timeout"' in rows[5] and "exceeded 2 s" in rows[5]
 
 
@@ -589,15 +594,9 @@ async def test_a_check_math_verifys_own_limit_cuts_short_is_a_timeout_not_wrong(
                                                                                  tmp_path):
     """math-verify ends a comparison at its limit as "unequal" and only logs it: that
     sample is a timeout, as if the pool had stopped it, not a wrong answer."""
-    evaluator = dict(type=harness.MATHVerifyEvaluator, verify_timeout=1, timeout=60)
-    dataset = arith_dataset(arith, evaluator)
-    dataset["eval_cfg"].pop("pred_postprocessor")  # math-verify reads the whole reply
-    async with FakeOpenAI(responder=_tower_at_row_5) as srv:
-        report = await harness.evaluate(datasets=[dataset], models=[model_cfg(srv.base_url)],
-                                        work_dir=tmp_path / "w")
-    result = report.result("arith")
+    result, rows = await _run_tower(arith, tmp_path, verify_timeout=1, timeout=60)
     assert result["counts"] == {"ok": 39, "timeout": 1}
-    rows = (tmp_path / "w" / "details" / "fake" / "arith.jsonl").read_text().splitlines()
+    assert result["correct"] == 39  # the other 39 scored as before, none lost to wrong
     assert '"status": "timeout"' in rows[5] \
         and "math-verify's time limit cut the comparison short" in rows[5]
 
