@@ -10,7 +10,6 @@ lists, as OpenCompass configs do) and optionally ``models = [dict(...)]`` and
 
 from __future__ import annotations
 
-import difflib
 import logging
 import runpy
 import sys
@@ -21,7 +20,15 @@ from functools import partial
 from pathlib import Path, PurePath
 from typing import Any
 
-from .config_keys import check_keys, construct, directory, positive, switch, within
+from .config_keys import (
+    check_keys,
+    construct,
+    did_you_mean,
+    directory,
+    positive,
+    switch,
+    within,
+)
 from .dataset import CustomDataset, find_data_file, parse_range
 from .errors import ConfigError
 from .evaluators import BaseEvaluator, build_evaluator
@@ -214,23 +221,23 @@ def _check_names(namespace: Mapping[str, Any], path: Path | None) -> None:
     a ``ConfigError``: the run would otherwise go on without it (another model, another
     directory) and exit 0. Other names are the config's own and are left alone."""
     for name, value in namespace.items():
-        if name.endswith("_datasets"):  # read too: collected, or named if left out
+        if name in _TOP_LEVEL or name.endswith("_datasets"):  # read: collected or named
             continue
-        for known, kinds in _TOP_LEVEL.items():
-            if (known not in namespace and name != known and isinstance(value, kinds)
-                    and difflib.SequenceMatcher(None, name, known).ratio() >= 0.8):
-                raise ConfigError(f"the config defines {name!r}, which harness does not "
-                                  f"read; did you mean {known!r}?", path=_s(path))
+        missing = [known for known, kinds in _TOP_LEVEL.items()
+                   if known not in namespace and isinstance(value, kinds)]
+        if hint := did_you_mean(name, missing, cutoff=0.8):
+            raise ConfigError(f"the config defines {name!r}, which harness does not "
+                              f"read{hint}", path=_s(path))
 
 
 def _warn_left_out(datasets: Any, lists: Mapping[str, list[Any]]) -> None:
     """Name each ``xxx_datasets`` list whose datasets ``datasets`` leaves out: with a
     ``datasets`` list, that list is the run (the OpenCompass convention), and the others
     are not run."""
-    chosen = {id(d) for d in datasets} if isinstance(datasets, (list, tuple)) else set()
+    if not isinstance(datasets, (list, tuple)):
+        return  # not a list: build_dataset says what is wrong with it
     for name, value in lists.items():
-        left = [d for d in value if id(d) not in chosen and d not in datasets]
-        if left:
+        if left := [d for d in value if d not in datasets]:
             _log.warning("the config's %s (%d dataset%s) is not in its `datasets` list, "
                          "so it is not run; add it to `datasets` to run it", name, len(left),
                          "s" * (len(left) != 1))

@@ -25,9 +25,10 @@ from typing import Any
 from .errors import ConfigError
 
 
-def did_you_mean(word: str, choices: Collection[str]) -> str:
-    """``"; did you mean 'x'?"`` for the closest of ``choices``, or ``""``."""
-    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1)
+def did_you_mean(word: str, choices: Collection[str], cutoff: float = 0.6) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``choices`` (at least ``cutoff``
+    alike, as ``difflib`` measures), or ``""``."""
+    close = difflib.get_close_matches(word, [str(c) for c in choices], n=1, cutoff=cutoff)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 

@@ -188,10 +188,14 @@ def test_a_plus_sign_before_a_grouped_number_is_a_sign_on_both_paths(evaluator, 
     assert fast_detail(pred, gold) == evaluator.score_sample(pred, gold)
 
 
-@pytest.mark.parametrize("pred,gold", [
-    ("Evelyn", "\\text{Evelyn}"), ("Evelyn", "Evelyn"), ("east", "\\text{west}"),
-    ("even", "5"), ("ellipse", "\\frac{1}{2}"), ("Navin", "x^2 + 1"), ("7", "Evelyn")])
-def test_a_word_answer_without_text_is_decided_as_math_verify_does(evaluator, pred, gold):
+@pytest.mark.parametrize("pred,gold,correct", [
+    ("Evelyn", "\\text{Evelyn}", True), ("Evelyn", "Evelyn", True),
+    ("east", "\\text{west}", False), ("even", "5", False), ("ellipse", "\\frac{1}{2}", False),
+    ("Navin", "x^2 + 1", False), ("7", "Evelyn", False)])
+def test_a_word_answer_without_text_is_decided_as_math_verify_does(evaluator, pred, gold,
+                                                                    correct):
+    # A bare word was not boxed for math-verify: "Evelyn" was an extraction failure.
+    assert evaluator.score_sample(pred, gold)["correct"] is correct
     fast = fast_detail(pred, gold)
     assert fast is None or fast == evaluator.score_sample(pred, gold)
 

@@ -178,6 +178,7 @@ def test_real_chain_of_thought_exemplars_extract_their_answer(task: str) -> None
     ("The answer is 5.\nNo wait, 6.", "6"),
     ("So the answer is valid. Hmm, no, the argument is invalid.", "invalid"),
     ("So the answer is 7. No wait, let me recount.", ""),  # taken back, none named
+    ("So the answer is 7. No wait, 6 or 7.", ""),  # a hedge settles on nothing
     # not a change of mind: a check that confirms, and "wait" as a verb
     ("The answer is 5. Wait, is that right? Yes, 5.", "5"),
     ("So the answer is 12. I had to wait, then count again: 12 items.", "12"),

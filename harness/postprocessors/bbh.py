@@ -14,6 +14,7 @@ from typing import Any
 from ._bbh_answer import normalize_freeform
 from ._boxed import find_boxed
 from ._commit import (
+    HEDGE,
     RETRACTION,
     WITHDRAWN,
     Candidate,
@@ -155,11 +156,10 @@ def _retractions(reply: str, stated: list[Candidate]) -> list[Candidate]:
         rest = span_after(reply, m.end(), LINE_END)
         if any(m.end() <= c.start < m.end() + len(rest) for c in stated):
             continue
-        bare = normalize_freeform(rest)  # "No wait, 6." names its answer alone
-        if not (bare in _LABELS or _CANONICAL_NUMBER.fullmatch(bare)):
-            bare = _closing([rest]) if rest.strip() else ""
-        value = bare
-        if value:
+        value = normalize_freeform(rest)  # "No wait, 6." names its answer alone
+        if value is not HEDGE and not (value in _LABELS or _CANONICAL_NUMBER.fullmatch(value)):
+            value = _closing([rest]) if rest.strip() else ""
+        if value:  # a hedge ("No wait, 6 or 7.") too: it settles on no answer
             found.append(Candidate(m.start(), m.end() + len(rest), value))
         elif rejects(m.group(0)):
             found.append(Candidate(m.start(), m.end() + len(rest), WITHDRAWN))

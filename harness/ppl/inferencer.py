@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..config_keys import switch
 from ..errors import ConfigError
 
 #: How likelihoods are obtained: ``echo`` (the completions endpoint scores the whole
@@ -64,14 +65,11 @@ class PPLInferencer:
                                    or not isinstance(labels, Sequence) or len(labels) < 2):
             raise ConfigError(f"must be a list of at least two labels, not {labels!r}",
                               field="labels")
-        if not isinstance(listed_options, bool):
-            raise ConfigError(f"must be True or False, not {listed_options!r}",
-                              field="listed_options")
         self.normalization = normalization
         self.method = method
         self.labels = None if labels is None else tuple(str(label) for label in labels)
         self.top_logprobs = top_logprobs
-        self.listed_options = listed_options
+        self.listed_options = switch(listed_options, "listed_options")
 
     def gen_params(self) -> dict[str, Any]:
         """What keys the dataset's samples (never sent: likelihood requests carry their

@@ -51,7 +51,7 @@ class Limits:
         for field in fields(self):
             value = getattr(self, field.name)
             at_most = MAX_TIMEOUT if field.name in ("wall_time", "cpu_time") else MAX_RLIMIT
-            if field.type == "float":
+            if field.name == "wall_time":  # the one limit in fractions of a second
                 positive(value, field.name, float, at_most)
                 continue
             if isinstance(value, float) and value.is_integer():
